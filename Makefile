@@ -1,0 +1,33 @@
+# `make demo`: set up .venv if missing, run the course's end-to-end flow on a real model.
+# `make test`: set up .venv if missing, run every test (pytest + lit).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.mlc-installed
+
+.PHONY: setup demo test pytest lit bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: setup
+	$(PY) examples/demo.py
+
+test: setup pytest lit
+
+pytest: setup
+	$(PY) -m pytest tests/python
+
+lit: setup
+	$(VENV)/bin/lit -q tests/lit
+
+bench: setup
+	$(PY) benchmarks/bench_matmul.py
+
+clean:
+	rm -rf .lit-out .pytest_cache

