@@ -151,6 +151,36 @@ class Module:
             new.attributes["sym_name"] = ir.StringAttr.get(name)
             old.erase()
 
+    def with_attr(self, attrs: dict[str, object] | str, value: object = None) -> Module:
+        """A copy whose single function gets attributes (the course's ``PrimFunc.with_attr``).
+
+        ``{"global_symbol": "mm_relu"}`` renames the function; any other key becomes a
+        discardable attribute of the function (string, int, float or bool values).
+        """
+        items = {attrs: value} if isinstance(attrs, str) else dict(attrs)
+        names = self.functions
+        if len(names) != 1:
+            raise MlcError(f"with_attr applies to a module with one function; this one has {names}")
+        out = self.clone()
+        op = out[names[0]].op
+        with mlc_context():
+            for key, val in items.items():
+                if key == "global_symbol":
+                    if not isinstance(val, str) or not val:
+                        raise MlcError(f"with_attr: global_symbol must be a non-empty string, got {val!r}")
+                    op.attributes["sym_name"] = ir.StringAttr.get(val)
+                elif isinstance(val, bool):
+                    op.attributes[key] = ir.BoolAttr.get(val)
+                elif isinstance(val, int):
+                    op.attributes[key] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), val)
+                elif isinstance(val, float):
+                    op.attributes[key] = ir.FloatAttr.get_f64(val)
+                elif isinstance(val, str):
+                    op.attributes[key] = ir.StringAttr.get(val)
+                else:
+                    raise MlcError(f"with_attr: unsupported value {val!r} for attribute {key!r}")
+        return out
+
     def verify(self) -> None:
         """Verify the module; raise :class:`ParseError` with the diagnostics if invalid."""
         with mlc_context():

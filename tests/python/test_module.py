@@ -85,3 +85,14 @@ def test_update_func_type_mismatch():
         mod.update_func("mm", mod["relu"])
     with pytest.raises(mlc.MlcError, match="Function or a Module"):
         mod.update_func("mm", "not a function")
+
+
+def test_with_attr_renames_like_the_course():
+    mod = mlc.Module.parse(TWO_FUNCS.split("func.func @relu")[0])
+    renamed = mod.with_attr({"global_symbol": "mm_relu", "tir.noalias": True})
+    assert renamed.functions == ["mm_relu"] and mod.functions == ["mm"]
+    assert "tir.noalias = true" in str(renamed)
+    with pytest.raises(mlc.MlcError, match="one function"):
+        mlc.Module.parse(TWO_FUNCS).with_attr({"global_symbol": "x"})
+    with pytest.raises(mlc.MlcError, match="non-empty string"):
+        mod.with_attr("global_symbol", 3)
