@@ -72,7 +72,7 @@ def numpy_time(a: np.ndarray, b: np.ndarray, relu: bool, threads: int, number: i
 
 def report(label: str, n: int, ours: float, ref: float) -> None:
     print(f"{label:<48} {ours * 1e3:9.3f} ms {gflops(n, ours):7.1f} GFLOP/s   "
-          f"numpy {gflops(n, ref):7.1f} GFLOP/s   ratio {ref / ours:5.2f}")
+          f"numpy {gflops(n, ref):7.1f} GFLOP/s   speed vs numpy {ref / ours:5.2f}x")
 
 
 def main() -> None:
