@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: setup
-	$(PY) examples/demo.py
+	$(PY) examples/mlp_digits.py
 
 test: setup pytest lit
 

@@ -91,7 +91,8 @@ class Module:
 
     def script(self, *, large_elements_limit: int | None = 16) -> str:
         """The module as MLIR text (constants above ``large_elements_limit`` elided)."""
-        return self.mlir_module.operation.get_asm(large_elements_limit=large_elements_limit)
+        return self.mlir_module.operation.get_asm(large_elements_limit=large_elements_limit,
+                                                  use_name_loc_as_prefix=True)
 
     def show(self) -> None:
         """Print :meth:`script`."""

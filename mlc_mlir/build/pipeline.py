@@ -61,7 +61,7 @@ def cpu_stages(*, parallel: bool) -> list[Stage]:
     threads = ("scf-forall-to-parallel,convert-scf-to-openmp,canonicalize" if parallel
                else "scf-forall-to-for")
     return [
-        Stage("bufferize", BUFFERIZE),
+        Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
         Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         Stage("simplify", "canonicalize,cse"),
         Stage("threads", threads),

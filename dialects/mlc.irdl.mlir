@@ -1,0 +1,218 @@
+// The `mlc` graph dialect: the Relax-level ops of the MLC course (ch.3, ch.5, ch.7).
+//
+// Graph functions are `func.func` on ranked tensors whose body holds these ops, usually
+// inside one `mlc.dataflow` region. Generic syntax only (IRDL has no custom assembly).
+//
+// What IRDL checks here: operand/result kinds (ranked tensors, `index` sizes) and the
+// presence and kind of attributes. What it cannot express is checked in Python
+// (mlc_mlir/graph/verify.py, `mlc-opt --mlc-verify-graph`): shapes, callees, the
+// dataflow region's layout and purity.
+//
+// One IRDL constraint value per operand: an SSA constraint used twice means "the same
+// type" (an `irdl.operands(a: %t, b: %t)` would force a and b to have equal types).
+//
+// Variadic lists of *different* tensor types cannot be declared with one variadic group
+// either: every element of a variadic group is checked against the same constraint value,
+// which unifies (all elements must have one type). Calls, `mlc.output` and
+// `mlc.dataflow` therefore declare a fixed number of optional slots, each with its own
+// constraint (16 call arguments, 8 dataflow outputs), and carry the standard
+// `operandSegmentSizes` / `resultSegmentSizes` attribute (one 0/1 entry per slot; the
+// Python builder writes it).
+//
+// IRDL cannot declare traits, so an IRDL op can neither be a terminator nor pure. The
+// dataflow region therefore ends in two ops:
+//     "mlc.output"(%gv, ...) : (...) -> ()   // the values visible after the region
+//     "omp.terminator"() : () -> ()          // a pure, parent-agnostic upstream terminator
+// and `mlc.dataflow` returns the `mlc.output` operands as its results.
+//
+// Optional discardable attribute on any op with a dynamic result: `mlc.shape`, an array
+// of i64 / string (a string is a symbolic dimension, e.g. ["n", 128]).
+irdl.dialect @mlc {
+  // ---- linear algebra -------------------------------------------------------------
+  // matmul(lhs, rhs): NumPy matmul rules (batch dims broadcast).
+  irdl.operation @matmul {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  // ---- elementwise binary ops, NumPy broadcasting -----------------------------------
+  irdl.operation @add {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @subtract {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @multiply {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @divide {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  // ewise_fma(a, b, c) = a * b + c, same shapes.
+  irdl.operation @ewise_fma {
+    %a_t = irdl.base "!builtin.tensor"
+    %b_t = irdl.base "!builtin.tensor"
+    %c_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(a: %a_t, b: %b_t, c: %c_t)
+    irdl.results(res: %res_t)
+  }
+  // ---- unary / layout ---------------------------------------------------------------
+  irdl.operation @relu {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // permute_dims(x) {axes = array<i64: ...>}: res.shape[i] = x.shape[axes[i]].
+  irdl.operation @permute_dims {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    %axes = irdl.base "#builtin.dense_array"
+    irdl.attributes { "axes" = %axes }
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // reshape(x): the new shape is the result type (plus `mlc.shape` when dynamic).
+  irdl.operation @reshape {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // softmax(x) {axis = i64}: exp(x - max) / sum along `axis`.
+  irdl.operation @softmax {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    irdl.attributes { "axis" = %axis }
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // ---- values -----------------------------------------------------------------------
+  // constant {value = dense<...> | dense_resource<...>}: a bound parameter or literal.
+  irdl.operation @constant {
+    %res_t = irdl.base "!builtin.tensor"
+    %v = irdl.any
+    irdl.attributes { "value" = %v }
+    irdl.results(res: %res_t)
+  }
+  // alloc_tensor: a fresh, uninitialised tensor of the result type (dynamic sizes from
+  // `mlc.shape`). Side-effecting: allowed in a graph function, not inside `mlc.dataflow`
+  // (course ch.3, `R.alloc_tensor`).
+  irdl.operation @alloc_tensor {
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.results(res: %res_t)
+  }
+  // ---- calls (destination-passing) --------------------------------------------------
+  // call_tir(args...) {callee = @tensor_program}: allocate the result, call the tensor
+  // program with (args..., result), return the result (course `R.call_tir`).
+  irdl.operation @call_tir {
+    %a0 = irdl.base "!builtin.tensor"
+    %a1 = irdl.base "!builtin.tensor"
+    %a2 = irdl.base "!builtin.tensor"
+    %a3 = irdl.base "!builtin.tensor"
+    %a4 = irdl.base "!builtin.tensor"
+    %a5 = irdl.base "!builtin.tensor"
+    %a6 = irdl.base "!builtin.tensor"
+    %a7 = irdl.base "!builtin.tensor"
+    %a8 = irdl.base "!builtin.tensor"
+    %a9 = irdl.base "!builtin.tensor"
+    %a10 = irdl.base "!builtin.tensor"
+    %a11 = irdl.base "!builtin.tensor"
+    %a12 = irdl.base "!builtin.tensor"
+    %a13 = irdl.base "!builtin.tensor"
+    %a14 = irdl.base "!builtin.tensor"
+    %a15 = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    %sym = irdl.base "#builtin.symbol_ref"
+    irdl.attributes { "callee" = %sym }
+    irdl.operands(
+        a0: optional %a0, a1: optional %a1, a2: optional %a2, a3: optional %a3,
+        a4: optional %a4, a5: optional %a5, a6: optional %a6, a7: optional %a7,
+        a8: optional %a8, a9: optional %a9, a10: optional %a10, a11: optional %a11,
+        a12: optional %a12, a13: optional %a13, a14: optional %a14, a15: optional %a15)
+    irdl.results(res: %res_t)
+  }
+  // call_dps(args...) {callee = "env.name"}: the same for an environment function
+  // registered with `mlc.register_func` (`R.call_dps_packed`). (A callee accepting both a
+  // string and a symbol would need `irdl.any_of` of two `irdl.base`: that aborts the
+  // IRDL loader in LLVM 22, "unknown IRDL constraint".)
+  irdl.operation @call_dps {
+    %a0 = irdl.base "!builtin.tensor"
+    %a1 = irdl.base "!builtin.tensor"
+    %a2 = irdl.base "!builtin.tensor"
+    %a3 = irdl.base "!builtin.tensor"
+    %a4 = irdl.base "!builtin.tensor"
+    %a5 = irdl.base "!builtin.tensor"
+    %a6 = irdl.base "!builtin.tensor"
+    %a7 = irdl.base "!builtin.tensor"
+    %a8 = irdl.base "!builtin.tensor"
+    %a9 = irdl.base "!builtin.tensor"
+    %a10 = irdl.base "!builtin.tensor"
+    %a11 = irdl.base "!builtin.tensor"
+    %a12 = irdl.base "!builtin.tensor"
+    %a13 = irdl.base "!builtin.tensor"
+    %a14 = irdl.base "!builtin.tensor"
+    %a15 = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    %str = irdl.base "#builtin.string"
+    irdl.attributes { "callee" = %str }
+    irdl.operands(
+        a0: optional %a0, a1: optional %a1, a2: optional %a2, a3: optional %a3,
+        a4: optional %a4, a5: optional %a5, a6: optional %a6, a7: optional %a7,
+        a8: optional %a8, a9: optional %a9, a10: optional %a10, a11: optional %a11,
+        a12: optional %a12, a13: optional %a13, a14: optional %a14, a15: optional %a15)
+    irdl.results(res: %res_t)
+  }
+  // ---- dataflow blocks --------------------------------------------------------------
+  // dataflow: one single-block region of pure graph ops ending in `mlc.output` +
+  // `omp.terminator`; its results are the `mlc.output` operands (`R.dataflow()`).
+  irdl.operation @dataflow {
+    %r0 = irdl.base "!builtin.tensor"
+    %r1 = irdl.base "!builtin.tensor"
+    %r2 = irdl.base "!builtin.tensor"
+    %r3 = irdl.base "!builtin.tensor"
+    %r4 = irdl.base "!builtin.tensor"
+    %r5 = irdl.base "!builtin.tensor"
+    %r6 = irdl.base "!builtin.tensor"
+    %r7 = irdl.base "!builtin.tensor"
+    %r = irdl.region with size 1
+    irdl.results(
+        r0: optional %r0, r1: optional %r1, r2: optional %r2, r3: optional %r3,
+        r4: optional %r4, r5: optional %r5, r6: optional %r6, r7: optional %r7)
+    irdl.regions(body: %r)
+  }
+  // output(values...): the values a dataflow region exposes (`R.output`).
+  irdl.operation @output {
+    %v0 = irdl.base "!builtin.tensor"
+    %v1 = irdl.base "!builtin.tensor"
+    %v2 = irdl.base "!builtin.tensor"
+    %v3 = irdl.base "!builtin.tensor"
+    %v4 = irdl.base "!builtin.tensor"
+    %v5 = irdl.base "!builtin.tensor"
+    %v6 = irdl.base "!builtin.tensor"
+    %v7 = irdl.base "!builtin.tensor"
+    irdl.operands(
+        v0: optional %v0, v1: optional %v1, v2: optional %v2, v3: optional %v3,
+        v4: optional %v4, v5: optional %v5, v6: optional %v6, v7: optional %v7)
+  }
+}

@@ -1,0 +1,211 @@
+"""``mlc.graph.build`` and ``VirtualMachine``: run graph functions (course ``relax.build``).
+
+    ex = mlc.graph.build(mod, target="llvm")
+    vm = mlc.graph.VirtualMachine(ex, mlc.cpu())
+    out = vm["main"](x, w0, b0, w1, b1)          # an mlc NDArray; out.numpy()
+
+The build verifies the graph, legalizes graph ops to tensor programs, lowers each graph
+function to a destination-passing function of calls (:mod:`.lower`) and compiles the
+whole module to native code with ``mlc.build``'s pipeline; calls of tensor programs are
+inlined first, so a graph made of tensor programs is one compiled function.
+Environment functions (``call_dps_packed``) are external functions of that code,
+registered on the JIT as ctypes callbacks: each call hands the registered Python
+function zero-copy NumPy views of its arguments. An exception raised inside one is kept
+and re-raised as :class:`RuntimeError_` when the compiled call returns.
+
+The virtual machine checks the inputs, binds symbolic dimensions, allocates fresh
+outputs for every call and returns them as ``mlc.runtime.NDArray``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from ..build import RuntimeModule, Stage, compile_module
+from ..context import mlc_context
+from ..errors import ArgumentError, GraphError, RuntimeError_
+from ..ir import Module
+from ..runtime import Device, NDArray, as_numpy, cpu, get_func
+from ..runtime.memref import descriptor_class, view
+from .expr import format_shape
+from .legalize import legalize
+from .lower import EnvCall, GraphSignature, lower_graph_functions
+from .verify import verify_graph
+
+__all__ = ["build", "Executable", "VirtualMachine", "GraphFunction"]
+
+#: stages run on the lowered module before the ABI rewrite: inline the tensor programs
+#: into the graph functions and drop the ones nothing calls any more
+_GRAPH_STAGES = [Stage("graph-inline", "inline,symbol-dce")]
+
+
+class _CallbackErrors:
+    """Exceptions raised inside environment functions during one compiled call."""
+
+    def __init__(self) -> None:
+        self.errors: list[tuple[str, BaseException]] = []
+
+    def reraise(self) -> None:
+        if self.errors:
+            name, exc = self.errors[0]
+            self.errors.clear()
+            raise RuntimeError_(f"environment function {name!r} raised {type(exc).__name__}: {exc}") from exc
+
+
+def _make_callback(call: EnvCall, errors: _CallbackErrors) -> Any:
+    """A ctypes function ``void(desc*...)`` that calls the Python function registered as ``call.name``."""
+    dtypes = [np.dtype(d) for _, d in call.args]
+    ranks = [r for r, _ in call.args]
+    proto = ctypes.CFUNCTYPE(None, *[ctypes.POINTER(descriptor_class(r, dt)) for r, dt in zip(ranks, dtypes)])
+    name = call.name
+
+    def callback(*ptrs: Any) -> None:
+        if errors.errors:  # an earlier callback of this call failed: skip the rest
+            return
+        try:
+            arrays = [view(p, dt, r) for p, dt, r in zip(ptrs, dtypes, ranks)]
+            get_func(name)(*arrays)
+        except BaseException as exc:  # noqa: BLE001 - must not unwind through compiled code
+            errors.errors.append((name, exc))
+
+    return proto(callback)
+
+
+class Executable:
+    """A built graph module (course ``relax.Executable``): compiled code plus signatures."""
+
+    def __init__(self, rt: RuntimeModule, signatures: dict[str, GraphSignature], env_calls: list[EnvCall],
+                 errors: _CallbackErrors, source: Module):
+        self.rt = rt
+        self.signatures = signatures
+        self.env_calls = env_calls
+        self._errors = errors
+        self.source = source
+
+    @property
+    def functions(self) -> list[str]:
+        """Names of the graph functions that can be called."""
+        return list(self.signatures)
+
+    def get_source(self, fmt: str = "llvm") -> str:
+        """The compiled code (``"mlir"``: lowered input, ``"llvm"``, ``"asm"``...; see ``mlc.build``)."""
+        return self.rt.get_source(fmt)
+
+    def __repr__(self) -> str:
+        return f"<mlc.graph.Executable functions={self.functions}>"
+
+
+def build(mod: Module, target: str = "llvm", *, opt_level: int = 3, op_map: dict | None = None,
+          print_after_all: bool = False) -> Executable:
+    """Compile the graph functions of ``mod`` (and the tensor programs they call).
+
+    Args:
+        mod: graph functions (``mlc`` dialect) and tensor programs.
+        target: ``"llvm"`` (the host CPU).
+        opt_level: LLVM optimisation level 0-3.
+        op_map: extra legalization rules, graph op name -> function (see ``LegalizeOps``).
+        print_after_all: print the IR after each stage.
+
+    Raises:
+        GraphError: the module has no graph function, fails :func:`verify_graph`, calls an
+            environment function that is not registered, or cannot be lowered.
+        BuildError: the compilation fails.
+    """
+    if not isinstance(mod, Module):
+        raise GraphError(f"graph.build expects an mlc.Module, got {type(mod).__name__}")
+    if str(target).split()[0] not in ("llvm", "cpu"):
+        raise GraphError(f"graph.build: unsupported target {target!r}; supported: 'llvm'")
+    work = mod.clone()
+    verify_graph(work, check_env=True)
+    legalize(work, op_map)
+    with mlc_context():
+        signatures, env_calls = lower_graph_functions(work.mlir_module)
+    if not signatures:
+        raise GraphError(f"graph.build: the module has no graph function (functions: {mod.functions}); "
+                         "use mlc.build for tensor programs alone")
+    errors = _CallbackErrors()
+    callbacks = {c.symbol: _make_callback(c, errors) for c in env_calls}
+    rt = compile_module(work, opt_level=opt_level, print_after_all=print_after_all,
+                        extra_stages=_GRAPH_STAGES, callbacks=callbacks, after_call=errors.reraise)
+    return Executable(rt, signatures, env_calls, errors, mod)
+
+
+class GraphFunction:
+    """A callable graph function of a :class:`VirtualMachine`: ``f(*inputs) -> output(s)``."""
+
+    def __init__(self, ex: Executable, sig: GraphSignature, device: Device):
+        self.signature = sig
+        self._compiled = ex.rt[sig.name]
+        self._device = device
+
+    def _bind(self, arrays: list[np.ndarray]) -> dict[str, int]:
+        sig = self.signature
+        symbols: dict[str, int] = {}
+        for i, (spec, arr) in enumerate(zip(sig.inputs, arrays)):
+            where = f"@{sig.name} input {i} ({spec.name})"
+            if str(arr.dtype) != spec.dtype:
+                raise ArgumentError(f"{where}: expected dtype {spec.dtype}, got {arr.dtype}")
+            if arr.ndim != len(spec.shape):
+                raise ArgumentError(f"{where}: expected shape {format_shape(spec.shape)}, got {arr.shape}")
+            for d, (want, got) in enumerate(zip(spec.shape, arr.shape)):
+                if isinstance(want, int):
+                    if want != got:
+                        raise ArgumentError(f"{where}: expected shape {format_shape(spec.shape)}, got "
+                                            f"{arr.shape} (dimension {d})")
+                elif symbols.setdefault(want, got) != got:
+                    raise ArgumentError(f"{where}: dimension {d} is {got} but {want} = {symbols[want]} "
+                                        "from an earlier input")
+        return symbols
+
+    def __call__(self, *args: Any) -> NDArray | tuple[NDArray, ...]:
+        sig = self.signature
+        if len(args) != len(sig.inputs):
+            names = ", ".join(s.name for s in sig.inputs)
+            raise ArgumentError(f"@{sig.name} takes {len(sig.inputs)} input(s) ({names}), got {len(args)}")
+        arrays = []
+        for i, a in enumerate(args):
+            try:
+                arrays.append(as_numpy(a))
+            except Exception as exc:  # noqa: BLE001 - any failure to view the argument
+                raise ArgumentError(f"@{sig.name} input {i} ({sig.inputs[i].name}): {exc}") from None
+        symbols = self._bind(arrays)
+        outs = [np.empty(tuple(d if isinstance(d, int) else symbols[d] for d in spec.shape),
+                         dtype=np.dtype(spec.dtype)) for spec in sig.outputs]
+        self._compiled(*arrays, *outs)
+        results = tuple(NDArray(o, self._device) for o in outs)
+        return results[0] if len(results) == 1 else results
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{s.name}: {format_shape(s.shape)} {s.dtype}" for s in self.signature.inputs)
+        return f"<mlc.graph function @{self.signature.name}({ins})>"
+
+
+class VirtualMachine:
+    """Runs the graph functions of an :class:`Executable` (course ``relax.VirtualMachine``).
+
+    Args:
+        ex: the result of :func:`build`.
+        device: ``mlc.cpu()`` (the only device graphs run on here).
+    """
+
+    def __init__(self, ex: Executable, device: Device | None = None):
+        if not isinstance(ex, Executable):
+            raise GraphError(f"VirtualMachine expects the Executable of mlc.graph.build, got {type(ex).__name__}")
+        device = device or cpu()
+        if not isinstance(device, Device) or device.kind != "cpu":
+            raise GraphError(f"VirtualMachine: graphs run on mlc.cpu() only, got {device!r}")
+        self.executable = ex
+        self.device = device
+        self._funcs: dict[str, GraphFunction] = {}
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        if name not in self._funcs:
+            if name not in self.executable.signatures:
+                raise GraphError(f"the executable has no graph function {name!r}; it has "
+                                 f"{self.executable.functions}")
+            self._funcs[name] = GraphFunction(self.executable, self.executable.signatures[name], self.device)
+        return self._funcs[name]
+
