@@ -1,0 +1,22 @@
+"""Schedules: the course's ``tvm.tir.Schedule`` on linalg tensor programs.
+
+``sch = mlc.Schedule(mod)``; primitives (``split``, ``reorder``, ``reverse_compute_at``,
+``decompose_reduction``, ``sample_perfect_tile``, ...) are recorded in ``sch.trace`` and
+compiled into one transform-dialect script applied to a copy of ``mod`` (``sch.mod``).
+"""
+
+from .apply import apply_transform_script
+from .intrin import TensorIntrin
+from .schedule import Schedule
+from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace
+
+__all__ = [
+    "Schedule",
+    "Trace",
+    "Instruction",
+    "BlockRV",
+    "LoopRV",
+    "ExprRV",
+    "TensorIntrin",
+    "apply_transform_script",
+]

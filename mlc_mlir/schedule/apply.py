@@ -1,0 +1,94 @@
+"""Apply a transform script to a module with the upstream transform interpreter."""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects.transform import interpreter
+
+from ..context import diagnostics_text, mlc_context
+from ..errors import ScheduleError
+from ..ir import Module
+from .intrin import apply_tensorize
+
+__all__ = ["apply_transform_script", "run_transform", "ENTRY_POINT"]
+
+ENTRY_POINT = "__transform_main"
+
+
+def _entry(tmod: ir.Module) -> ir.Operation:
+    if "transform.with_named_sequence" not in tmod.operation.attributes:
+        raise ScheduleError("transform script: the module needs the `transform.with_named_sequence` attribute")
+    for op in tmod.body.operations:
+        op = op.operation
+        if op.name == "transform.named_sequence" and ir.StringAttr(op.attributes["sym_name"]).value == ENTRY_POINT:
+            return op
+    raise ScheduleError(f"transform script: no `transform.named_sequence @{ENTRY_POINT}` found")
+
+
+def run_transform(payload: ir.Module, tmod: ir.Module, *, what: str = "schedule") -> None:
+    """Apply ``@__transform_main`` of ``tmod`` to ``payload`` in place (inside the context).
+
+    Raises ScheduleError with the interpreter's diagnostics when the script fails.
+    """
+    entry = _entry(tmod)
+    diags: list[str] = []
+
+    def handler(diag: ir.DiagnosticInfo) -> bool:
+        diags.append(f"{diag.location}: {diag.message}")
+        for note in diag.notes:
+            diags.append(f"  {note.location}: {note.message}")
+        return True
+
+    ctx = payload.context
+    h = ctx.attach_diagnostic_handler(handler)
+    try:
+        interpreter.apply_named_sequence(payload, entry, tmod)
+    except (ValueError, ir.MLIRError) as exc:
+        detail = "\n".join(diags) or (diagnostics_text(exc) if isinstance(exc, ir.MLIRError) else str(exc))
+        raise ScheduleError(f"{what}: the transform script failed:\n{detail}") from None
+    finally:
+        h.detach()
+    apply_tensorize(payload)
+    try:
+        payload.operation.verify()
+    except ir.MLIRError as exc:
+        raise ScheduleError(f"{what}: the transformed module does not verify:\n{diagnostics_text(exc)}") from None
+
+
+def apply_transform_script(mod: Module, script_text: str) -> Module:
+    """Apply a hand-written transform script to a copy of ``mod``; return the copy.
+
+    The script is a module with the ``transform.with_named_sequence`` attribute holding
+    ``transform.named_sequence @__transform_main(%root: !transform.any_op)``. Knobs
+    (``transform.tune.knob``) must have a ``selected`` value.
+
+    Example::
+
+        script = '''
+        module attributes {transform.with_named_sequence} {
+          transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+            %y = transform.structured.match attributes{mlc.block = "Y"} in %root
+                : (!transform.any_op) -> !transform.any_op
+            %t, %l = transform.structured.tile_using_for %y tile_sizes [0, 4]
+                : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+            transform.yield
+          }
+        }'''
+        new_mod = mlc.schedule.apply_transform_script(mod, script)
+
+    Raises:
+        ScheduleError: the script does not parse, has no entry point, or fails (the
+            message carries the interpreter's diagnostics).
+    """
+    if not isinstance(mod, Module):
+        raise ScheduleError(f"apply_transform_script expects an mlc.Module, got {type(mod).__name__}")
+    if not isinstance(script_text, str):
+        raise ScheduleError(f"apply_transform_script expects the script as text, got {type(script_text).__name__}")
+    out = mod.clone()
+    with mlc_context():
+        try:
+            tmod = ir.Module.parse(script_text)
+        except ir.MLIRError as exc:
+            raise ScheduleError(f"transform script does not parse:\n{diagnostics_text(exc)}") from None
+        run_transform(out.mlir_module, tmod, what="apply_transform_script")
+    return out

@@ -1,0 +1,271 @@
+"""Turn a schedule's loop-nest state into one ``transform.named_sequence``.
+
+This is the one place where schedules meet MLIR. For each function, blocks are visited
+consumers first (reverse program order); each block
+
+1. is fused (``transform.structured.fuse_into_containing_op``) into the innermost loop
+   already made by a block it shares loops with (compute_at / reverse_compute_at),
+2. gets its init fill placed: fused next to it, or moved under its first loops by
+   ``transform.structured.fuse`` (which fuses the fill through the loop's destination),
+3. gets its remaining loops, outermost first, each by one single-dim
+   ``transform.structured.tile_using_for`` (``tile_using_forall`` for parallel and bound
+   loops) whose tile size is the product of that dim's inner extents, so split and
+   reorder give the exact nest and partial tiles are guarded by ``affine.min``.
+
+Innermost loops that already iterate in the op's dim order stay inside the linalg op.
+Then loops are named (``transform.annotate`` with ``mlc.loop``), vectorized ops are
+vectorized, unrolled loops unrolled, tensorized ops replaced, and every function is
+canonicalized. Sampling decisions appear as ``transform.tune.knob`` ops with their
+``selected`` value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import transform
+from mlir.dialects.transform import loop as tloop
+from mlir.dialects.transform import structured, tensor as ttensor, tune, vector as tvector
+
+from ..errors import ScheduleError
+from .state import BlockState, FuncState
+
+__all__ = ["Knob", "build_script"]
+
+MLC_LOOP = "mlc.loop"
+GPU_MAPPING = {"blockIdx": "#gpu.block<{}>", "threadIdx": "#gpu.thread<{}>"}
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A sampling decision as a ``transform.tune.knob``."""
+
+    name: str
+    options: tuple
+    selected: object
+
+
+def _attr(value) -> ir.Attribute:
+    if isinstance(value, ir.Attribute):
+        return value
+    if isinstance(value, bool):
+        return ir.BoolAttr.get(value)
+    if isinstance(value, int):
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+    if isinstance(value, float):
+        return ir.FloatAttr.get(ir.F64Type.get(), value)
+    if isinstance(value, str):
+        return ir.StringAttr.get(value)
+    if isinstance(value, (list, tuple)):
+        return ir.ArrayAttr.get([_attr(v) for v in value])
+    raise TypeError(f"cannot encode {value!r} as an attribute")
+
+
+def build_script(funcs: list[FuncState], knobs: list[Knob]) -> ir.Module:
+    """The transform module (``@__transform_main``) for ``funcs``; call inside the context."""
+    tmod = ir.Module.create()
+    tmod.operation.attributes["transform.with_named_sequence"] = ir.UnitAttr.get()
+    any_op = transform.AnyOpType.get()
+    with ir.InsertionPoint(tmod.body):
+        seq = transform.NamedSequenceOp("__transform_main", [any_op], [],
+                                        arg_attrs=[{"transform.readonly": ir.UnitAttr.get()}])
+        with ir.InsertionPoint(seq.body):
+            root = seq.bodyTarget
+            for knob in knobs:
+                tune.KnobOp(transform.AnyParamType.get(), knob.name, _attr(list(knob.options)),
+                            selected=_attr(knob.selected))
+            for fstate in funcs:
+                _FuncEmitter(root, fstate).emit()
+            transform.YieldOp([])
+    return tmod
+
+
+class _FuncEmitter:
+    """Emits the transform ops for one function's blocks."""
+
+    def __init__(self, root: ir.Value, state: FuncState):
+        self.root = root
+        self.state = state
+        self.any = transform.AnyOpType.get()
+        self.loop_h: dict[int, ir.Value] = {}
+        self.loop_names: dict[int, str] = {}
+        self.block_h: dict[str, ir.Value] = {}
+        self.emitted: set[str] = set()
+
+    # -- helpers ---------------------------------------------------------------------
+    def _match(self, target: ir.Value, attr: str, value: str, ops: list[str] | None = None) -> ir.Value:
+        names = ir.ArrayAttr.get([ir.StringAttr.get(o) for o in ops]) if ops else None
+        return structured.MatchOp(self.any, target, ops=names,
+                                  op_attrs=ir.DictAttr.get({attr: ir.StringAttr.get(value)})).result
+
+    def _merge_slices(self) -> None:
+        with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+            ttensor.ApplyMergeConsecutiveInsertExtractSlicePatternsOp()
+
+    def _sizes(self, block: BlockState, index: int) -> list[int]:
+        sizes = [0] * block.info.ndims
+        for d, _ in self.state.loops[block.path[index]].parts[block.name]:
+            sizes[d] = self.state.step(block, index, d)
+        return sizes
+
+    def _interchange(self, block: BlockState, index: int) -> list[int] | None:
+        dims = [d for d, _ in self.state.loops[block.path[index]].parts[block.name]]
+        if dims == sorted(dims):
+            return None
+        order = dims + [d for d in range(block.info.ndims) if d not in dims]
+        return order
+
+    # -- emission --------------------------------------------------------------------
+    def emit(self) -> None:
+        st = self.state
+        self.func_h = structured.MatchOp(self.any, self.root, ops=ir.ArrayAttr.get([ir.StringAttr.get("func.func")]),
+                                         op_attrs=ir.DictAttr.get({"sym_name": ir.StringAttr.get(st.func)})).result
+        order = sorted(st.blocks.values(), key=lambda b: b.info.order, reverse=True)
+        for block in order:
+            if block.cache_scope is not None:
+                continue
+            self.block_h[block.name] = self._match(self.func_h, "mlc.block", block.name)
+            if block.info.has_init:
+                self.block_h[block.name + "@init"] = self._match(self.func_h, "mlc.block_init", block.name)
+        for cache in st.caches:
+            self._emit_cache(*cache)
+        for block in order:
+            self._emit_block(block)
+        self._finish(order)
+
+    def _annotate(self, handle: ir.Value, name: str, value: str) -> None:
+        param = transform.ParamConstantOp(transform.AnyParamType.get(), ir.StringAttr.get(value)).param
+        transform.AnnotateOp(handle, name, param=param)
+
+    def _emit_cache(self, kind: str, reader: str, index: int, name: str, scope: str) -> None:
+        """A nofold pad of one operand, rewritten into an allocation and a linalg.copy."""
+        info = self.state.blocks[reader].info
+        n = info.n_inputs + 1
+        zero = (ir.FloatAttr.get(ir.Type.parse(info.element_type), 0.0) if "f" in info.element_type
+                else ir.IntegerAttr.get(ir.Type.parse(info.element_type), 0))
+        operand = index if kind == "read" else info.n_inputs
+        nofold = [1 if i == operand else 0 for i in range(n)]
+        pad = structured.PadOp(self.block_h[reader], padding_values=[zero] * n,
+                               padding_dimensions=list(range(info.ndims)), nofold_flags=nofold,
+                               copy_back_op="none" if kind == "read" else "linalg.copy")
+        self.block_h[reader] = pad.padded
+        if kind == "read":
+            producer = transform.GetProducerOfOperand(self.any, pad.padded, operand).result
+            copy = structured.RewriteInDestinationPassingStyleOp(self.any, producer).transformed
+        else:
+            copy = pad.copy
+            if info.has_init:
+                with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                    transform.ApplyCanonicalizationPatternsOp()
+                fill = transform.GetProducerOfOperand(self.any, pad.padded, operand).result
+                self._annotate(fill, "mlc.block_init", reader)
+                self.block_h[reader + "@init"] = fill
+            else:
+                producer = transform.GetProducerOfOperand(self.any, pad.padded, operand).result
+                structured.RewriteInDestinationPassingStyleOp(self.any, producer)
+        self._annotate(copy, "mlc.block", name)
+        self._annotate(copy, "mlc.scope", scope)
+        self.block_h[name] = copy
+
+    def _emit_block(self, block: BlockState) -> None:
+        st = self.state
+        path = block.path
+        m = 0
+        while m < len(path) and path[m] in self.loop_h:
+            m += 1
+        handle = self.block_h[block.name]
+        if m:
+            self._merge_slices()
+            fused = structured.FuseIntoContainingOp(handle, self.loop_h[path[m - 1]])
+            handle = fused.fused_op
+            self.loop_h[path[m - 1]] = fused.new_containing_op
+        level = st.init_level(block)
+        if block.info.has_init and m and level >= 1:
+            fill = structured.FuseIntoContainingOp(self.block_h[block.name + "@init"], self.loop_h[path[m - 1]])
+            self.loop_h[path[m - 1]] = fill.new_containing_op
+        start = m
+        if block.info.has_init and level > m:
+            self._fence_producers(block)
+            for i in range(m, level):
+                loop = st.loops[path[i]]
+                op = structured.FuseOp(handle, tile_sizes=self._sizes(block, i),
+                                       tile_interchange=self._interchange(block, i) or [],
+                                       use_forall=loop.kind in ("parallel", "bound"))
+                handle = op.transformed
+                self.loop_h[path[i]] = list(op.loops)[0]
+                self.loop_names[path[i]] = loop.name
+            start = level
+        end = len(path) - st.implicit_suffix(block)
+        for i in range(start, end):
+            handle = self._tile(block, handle, i)
+        self.block_h[block.name] = handle
+        self.emitted.add(block.name)
+
+    def _tile(self, block: BlockState, handle: ir.Value, i: int) -> ir.Value:
+        loop = self.state.loops[block.path[i]]
+        sizes = self._sizes(block, i)
+        if loop.kind in ("parallel", "bound"):
+            mapping = None
+            if loop.kind == "bound":
+                axis, dim = loop.thread.split(".")
+                mapping = ir.ArrayAttr.get([ir.Attribute.parse(GPU_MAPPING[axis].format(dim))])
+            op = structured.TileUsingForallOp(handle, tile_sizes=sizes, mapping=mapping)
+            self.loop_h[loop.uid] = op.forall_op
+        else:
+            op = structured.TileUsingForOp(handle, sizes=sizes, interchange=self._interchange(block, i))
+            self.loop_h[loop.uid] = list(op.loops)[0]
+        self.loop_names[loop.uid] = loop.name
+        return op.tiled_op if hasattr(op, "tiled_op") else op.tiled_linalg_op
+
+    def _fence_producers(self, block: BlockState) -> None:
+        """Wrap not-yet-emitted producer blocks in a one-trip loop so that
+        ``transform.structured.fuse`` (which fuses producers greedily) leaves them alone;
+        canonicalization removes the loop at the end."""
+        for src in block.info.sources[:block.info.n_inputs]:
+            if src.kind != "block" or src.name in self.emitted or src.name not in self.state.blocks:
+                continue
+            prod = self.state.blocks[src.name]
+            dims = [d for d, e in enumerate(prod.info.extents) if e is not None]
+            if not dims:
+                raise ScheduleError(f"block {block.name!r}: its init is placed below its loops, which needs "
+                                    f"producer {src.name!r} to have a static dim")
+            dim = dims[0]
+            sizes = [0] * prod.info.ndims
+            sizes[dim] = prod.info.extents[dim]
+            op = structured.TileUsingForOp(self.block_h[src.name], sizes=sizes)
+            self.block_h[src.name] = op.tiled_linalg_op
+
+    def _finish(self, order: list[BlockState]) -> None:
+        st = self.state
+        for uid, h in self.loop_h.items():
+            name = transform.ParamConstantOp(transform.AnyParamType.get(),
+                                             ir.StringAttr.get(self.loop_names.get(uid, st.loops[uid].name))).param
+            transform.AnnotateOp(h, MLC_LOOP, param=name)
+        for block in order:
+            if block.blockized:
+                self._annotate(self.block_h[block.name], "mlc.blockize", f"{block.name}_o")
+            if block.tensorized:
+                self._annotate(self.block_h[block.name], "mlc.tensorize", block.tensorized)
+        vectorized = False
+        for block in order:
+            loops = [st.loops[u] for u in block.path]
+            if loops and loops[-1].kind == "vectorized":
+                sizes = [st.step(block, len(loops) - 2, d) for d in range(block.info.ndims)]
+                structured.VectorizeOp(self.block_h[block.name], sizes)
+                vectorized = True
+        if vectorized:
+            # partial tiles vectorize to vector.mask regions; fold them into the transfers
+            with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                tvector.ApplyLowerMaskedTransfersPatternsOp()
+                tvector.ApplyLowerMasksPatternsOp()
+        unrolled: dict[int, tuple[int, int]] = {}
+        for block in order:
+            for i, uid in enumerate(block.path):
+                if st.loops[uid].kind == "unrolled" and uid not in unrolled:
+                    unrolled[uid] = (i, st.trip_count(block, i))
+        for uid, (_, trips) in sorted(unrolled.items(), key=lambda kv: -kv[1][0]):
+            tloop.LoopUnrollOp(self.loop_h[uid], factor=trips)
+        with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+            transform.ApplyCanonicalizationPatternsOp()
+        transform.ApplyCommonSubexpressionEliminationOp(self.func_h)

@@ -1,0 +1,202 @@
+"""Read the blocks of a tensor program: what a schedule needs to know about the payload.
+
+A block is a linalg op marked ``mlc.block = "<name>"`` (see docs/conventions.md). This
+module reads, once per schedule, each block's iteration space (extents, parallel or
+reduction dims), its indexing maps, where its operands come from (function argument,
+another block, its init fill) and which blocks consume its result. Named ops (such as
+``linalg.matmul``) are read through a generalized copy of the module, so every block is
+described the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from ..errors import ScheduleError
+
+__all__ = ["BlockInfo", "Source", "read_blocks", "func_names"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an operand comes from: ``kind`` is "arg", "block", "init" or "value"."""
+
+    kind: str
+    name: str
+    index: int = -1
+
+
+@dataclass(frozen=True)
+class BlockInfo:
+    """One block (linalg op) of a tensor program.
+
+    ``maps[o][r]`` is the iteration dim that indexes dim ``r`` of operand ``o`` (``None``
+    when that index is not a plain dim). Operands are the op's inputs then its output.
+    """
+
+    name: str
+    func: str
+    order: int
+    op_name: str
+    extents: tuple[int | None, ...]
+    iters: tuple[str, ...]
+    maps: tuple[tuple[int | None, ...], ...]
+    shapes: tuple[tuple[int | None, ...], ...]
+    sources: tuple[Source, ...]
+    n_inputs: int
+    has_init: bool
+    element_type: str
+    loop_names: tuple[str, ...] = ()
+    body: tuple[str, ...] = ()
+
+    @property
+    def ndims(self) -> int:
+        return len(self.extents)
+
+    def is_reduction(self, dim: int) -> bool:
+        return self.iters[dim] == "reduction"
+
+
+def func_names(module: ir.Module) -> list[str]:
+    """Names of the module's ``func.func`` ops with a body."""
+    names = []
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and len(op.operation.regions[0].blocks):
+            names.append(ir.StringAttr(op.operation.attributes["sym_name"]).value)
+    return names
+
+
+def _linalg_ops(func: ir.Operation) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def walk(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    child = child.operation
+                    if child.name.startswith("linalg."):
+                        found.append(child)
+                    else:
+                        walk(child)
+
+    walk(func)
+    return found
+
+
+def _dim_positions(amap: ir.AffineMap) -> tuple[int | None, ...]:
+    return tuple(e.position if isinstance(e, ir.AffineDimExpr) else None for e in amap.results)
+
+
+def _shape(value: ir.Value) -> tuple[int | None, ...]:
+    t = value.type
+    if not isinstance(t, ir.ShapedType) and not ir.ShapedType.isinstance(t):
+        return ()
+    st = ir.ShapedType(t)
+    if not st.has_rank:
+        return ()
+    return tuple(None if st.is_dynamic_dim(i) else st.get_dim_size(i) for i in range(st.rank))
+
+
+def _element_type(value: ir.Value) -> str:
+    t = value.type
+    try:
+        return str(ir.ShapedType(t).element_type)
+    except ValueError:
+        return str(t)
+
+
+def _source(value: ir.Value, arg_names: dict[int, str]) -> Source:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        idx = ir.BlockArgument(value).arg_number
+        return Source("arg", arg_names.get(idx, f"arg{idx}"), idx)
+    op = owner.operation if hasattr(owner, "operation") else owner
+    attrs = op.attributes
+    if "mlc.block" in attrs:
+        return Source("block", ir.StringAttr(attrs["mlc.block"]).value)
+    if "mlc.block_init" in attrs:
+        return Source("init", ir.StringAttr(attrs["mlc.block_init"]).value)
+    return Source("value", op.name)
+
+
+def _arg_names(func: ir.Operation) -> dict[int, str]:
+    names: dict[int, str] = {}
+    if "arg_attrs" not in func.attributes:
+        return names
+    for i, attr in enumerate(ir.ArrayAttr(func.attributes["arg_attrs"])):
+        d = ir.DictAttr(attr)
+        if "mlc.name" in d:
+            names[i] = ir.StringAttr(d["mlc.name"]).value
+    return names
+
+
+def read_blocks(module: ir.Module) -> dict[tuple[str, str], BlockInfo]:
+    """Every block of every function of ``module`` keyed by ``(func_name, block_name)``.
+
+    Must be called inside the shared context. Raises ScheduleError on a block name used
+    twice in one function.
+    """
+    generic = ir.Module.parse(module.operation.get_asm(print_generic_op_form=True))
+    PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(generic.operation)
+    originals = {n: op for n, op in _funcs(module).items()}
+    blocks: dict[tuple[str, str], BlockInfo] = {}
+    for fname, gfunc in _funcs(generic).items():
+        ops, gops = _linalg_ops(originals[fname]), _linalg_ops(gfunc)
+        if len(ops) != len(gops):
+            raise ScheduleError(f"function @{fname}: cannot read its linalg ops")
+        arg_names = _arg_names(originals[fname])
+        order = 0
+        for op, gop in zip(ops, gops):
+            if "mlc.block" not in op.attributes:
+                continue
+            name = ir.StringAttr(op.attributes["mlc.block"]).value
+            if (fname, name) in blocks:
+                raise ScheduleError(f"function @{fname} has two blocks named {name!r}")
+            blocks[(fname, name)] = _describe(name, fname, order, op, gop, arg_names)
+            order += 1
+    return blocks
+
+
+def _funcs(module: ir.Module) -> dict[str, ir.Operation]:
+    out = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and len(op.regions[0].blocks):
+            out[ir.StringAttr(op.attributes["sym_name"]).value] = op
+    return out
+
+
+def _describe(name: str, fname: str, order: int, op: ir.Operation, gop: ir.Operation,
+              arg_names: dict[int, str]) -> BlockInfo:
+    maps = tuple(_dim_positions(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(gop.attributes["indexing_maps"]))
+    iters = tuple("reduction" if "reduction" in str(a) else "parallel"
+                  for a in ir.ArrayAttr(gop.attributes["iterator_types"]))
+    operands = list(op.operands)
+    n_out = len(op.results)
+    n_inputs = len(operands) - n_out
+    shapes = tuple(_shape(v) for v in operands)
+    extents: list[int | None] = [None] * len(iters)
+    known = [False] * len(iters)
+    for m, shp in zip(maps, shapes):
+        for r, d in enumerate(m):
+            if d is not None and r < len(shp) and not known[d]:
+                extents[d] = shp[r]
+                known[d] = shp[r] is not None
+    sources = tuple(_source(v, arg_names) for v in operands)
+    has_init = n_out == 1 and sources[-1].kind == "init" and sources[-1].name == name
+    return BlockInfo(name=name, func=fname, order=order, op_name=op.name, extents=tuple(extents),
+                     iters=iters, maps=maps, shapes=shapes, sources=sources, n_inputs=n_inputs,
+                     has_init=has_init, element_type=_element_type(operands[-1]),
+                     loop_names=_loop_names(op, len(iters)),
+                     body=tuple(o.operation.name for o in gop.regions[0].blocks[0].operations))
+
+
+def _loop_names(op: ir.Operation, n: int) -> tuple[str, ...]:
+    """Names from an ``mlc.loop_names = ["i", "j", "k"]`` attribute (te's axis names)."""
+    if "mlc.loop_names" not in op.attributes:
+        return ()
+    names = tuple(ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["mlc.loop_names"]))
+    return names if len(names) == n else ()

@@ -1,0 +1,252 @@
+"""``mlc.Schedule``: the course's ``tvm.tir.Schedule`` on linalg tensor programs.
+
+Record, then emit: every primitive checks its request against the abstract loop nest
+(:mod:`.state`), edits it, and appends a frozen record to the trace (:mod:`.trace`).
+``sch.mod`` is then recomputed by emitting the whole schedule as one transform script
+(:mod:`.emit`) and applying it to a copy of the original module with the upstream
+transform interpreter. A failed request raises :class:`~mlc_mlir.errors.ScheduleError`
+and leaves the schedule as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from mlir import ir
+
+from ..context import mlc_context
+from ..errors import ScheduleError
+from ..ir import Module
+from .apply import run_transform
+from .blocks import BlockPrimitives
+from .cache import CachePrimitives
+from .emit import Knob, build_script
+from .loops import LoopPrimitives
+from .payload import read_blocks
+from .sampling import SamplingPrimitives
+from .state import BlockState, FuncState
+from .trace import SAMPLING_KINDS, BlockRV, Instruction, LoopRV, Trace
+
+__all__ = ["Schedule"]
+
+
+class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimitives):
+    """A schedule of the tensor programs of ``mod`` (course: ``tvm.tir.Schedule``).
+
+    Args:
+        mod: an :class:`mlc.Module` of tensor programs (docs/conventions.md form); it is
+            not modified.
+        seed: seed of the sampling primitives (``None``: a fresh random seed).
+
+    Example::
+
+        sch = mlc.Schedule(mod)
+        block_Y = sch.get_block("Y", func_name="mm_relu")
+        i, j, k = sch.get_loops(block_Y)
+        j0, j1 = sch.split(j, factors=[None, 4])
+        sch.reorder(j0, k, j1)
+        print(sch.mod)
+        print(sch.trace)
+    """
+
+    def __init__(self, mod: Module, *, seed: int | None = None):
+        if isinstance(mod, ir.Module):
+            mod = Module(mod)
+        if not isinstance(mod, Module):
+            raise ScheduleError(f"Schedule expects an mlc.Module, got {type(mod).__name__}")
+        self._orig = mod.clone()
+        self._uid = 0
+        with mlc_context():
+            infos = read_blocks(self._orig.mlir_module)
+        self._funcs: dict[str, FuncState] = {}
+        for (fname, _), info in sorted(infos.items(), key=lambda kv: (kv[0][0], kv[1].order)):
+            self._funcs.setdefault(fname, FuncState(fname)).add_block(info, self._new_uid)
+        self._insts: list[Instruction] = []
+        self._seed = seed
+        self._rng = random.Random(seed)
+        self._mod = self._orig.clone()
+        self._script: str | None = None
+        self._deferred = 0
+        self._dirty = False
+
+    # -- results ---------------------------------------------------------------------
+    @property
+    def mod(self) -> Module:
+        """The scheduled module (a fresh copy of the original with the schedule applied)."""
+        if self._dirty:
+            self._refresh()
+        return self._mod
+
+    @property
+    def trace(self) -> Trace:
+        """The record of the primitive calls so far (``print(sch.trace)``)."""
+        return Trace(self._insts, self._orig, self._script if not self._dirty else None)
+
+    def transform_script(self) -> str:
+        """The schedule as a transform script (text of a module with ``@__transform_main``)."""
+        with mlc_context():
+            return str(self._build())
+
+    def copy(self) -> Schedule:
+        """An independent copy (same module, state, trace and random state)."""
+        return copy.copy(self)._copied()
+
+    def _copied(self) -> Schedule:
+        self._funcs = copy.deepcopy(self._funcs)
+        self._insts = list(self._insts)
+        rng = random.Random()
+        rng.setstate(self._rng.getstate())
+        self._rng = rng
+        return self
+
+    def show(self) -> None:
+        """Print the scheduled module."""
+        print(self.mod)
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[Schedule]:
+        """Apply the script once at the end of the block instead of after each primitive."""
+        self._deferred += 1
+        try:
+            yield self
+        finally:
+            self._deferred -= 1
+        if not self._deferred and self._dirty:
+            self._refresh()
+
+    # -- emission --------------------------------------------------------------------
+    def _knobs(self) -> list[Knob]:
+        names = Trace(self._insts).names()
+        knobs = []
+        for inst in self._insts:
+            if inst.kind in SAMPLING_KINDS:
+                label = "_".join(names[rv.id] for rv in inst.outputs)
+                knobs.append(Knob(f"{inst.kind}.{label}", inst.arg("_options"), inst.arg("_selected")))
+        return knobs
+
+    def _build(self) -> ir.Module:
+        return build_script([self._funcs[f] for f in sorted(self._funcs)], self._knobs())
+
+    def _refresh(self) -> None:
+        out = self._orig.clone()
+        with mlc_context():
+            tmod = self._build()
+            self._script = str(tmod)
+            run_transform(out.mlir_module, tmod)
+        self._mod = out
+        self._dirty = False
+
+    @contextlib.contextmanager
+    def _edit(self, *, changes_ir: bool = True) -> Iterator[None]:
+        """Run one primitive: roll the state back if it raises; re-emit if it succeeds."""
+        saved = copy.deepcopy(self._funcs)
+        count = len(self._insts)
+        try:
+            yield
+            for fstate in self._funcs.values():
+                fstate.validate()
+            if changes_ir:
+                self._dirty = True
+                if not self._deferred:
+                    self._refresh()
+        except BaseException:
+            self._funcs = saved
+            del self._insts[count:]
+            self._dirty = changes_ir and self._dirty
+            raise
+
+    def _record(self, kind: str, args: list[tuple[str, Any]], outputs: tuple = (), decision: Any = None) -> None:
+        self._insts.append(Instruction(kind, tuple(args), tuple(outputs), decision))
+
+    def _new_uid(self) -> int:
+        self._uid += 1
+        return self._uid
+
+    # -- handle resolution -----------------------------------------------------------
+    def _resolve_block(self, block: Any, what: str) -> tuple[FuncState, BlockState]:
+        if isinstance(block, str):
+            block = self.get_block(block)
+        if not isinstance(block, BlockRV):
+            raise ScheduleError(f"{what}: expected a block (BlockRV or block name), got {type(block).__name__}")
+        fstate = self._funcs.get(block.func)
+        if fstate is None:
+            raise ScheduleError(f"{what}: unknown function {block.func!r}")
+        name = block.name
+        if name in fstate.aliases:
+            kind, target = fstate.aliases[name]
+            if kind == "init":
+                raise ScheduleError(f"{what}: block {name!r} is the init of {target!r} after decompose_reduction; "
+                                    "scheduling an init block is not supported")
+            name = target
+        if name not in fstate.blocks:
+            raise ScheduleError(f"{what}: block {block.name!r} no longer exists in @{block.func}")
+        return fstate, fstate.blocks[name]
+
+    def _resolve_loop(self, loop: Any, what: str) -> tuple[FuncState, int]:
+        if not isinstance(loop, LoopRV):
+            raise ScheduleError(f"{what}: expected a loop (LoopRV from get_loops/split/fuse), got "
+                                f"{type(loop).__name__}")
+        for fstate in self._funcs.values():
+            if loop.uid in fstate.loops:
+                return fstate, loop.uid
+        raise ScheduleError(f"{what}: loop {loop.name} is stale: it was split, fused or replaced by an earlier "
+                            "primitive; get the loops again with get_loops")
+
+    def _loop_rv(self, fstate: FuncState, uid: int) -> LoopRV:
+        return LoopRV(uid, fstate.loops[uid].name)
+
+    # -- lookup ----------------------------------------------------------------------
+    def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
+        """The block called ``name`` (course: ``sch.get_block("Y", func_name="mm_relu")``).
+
+        Raises:
+            ScheduleError: unknown function or block, or a name found in several functions
+                while ``func_name`` is not given.
+        """
+        if not isinstance(name, str):
+            raise ScheduleError(f"get_block: name must be a str, got {type(name).__name__}")
+        if func_name is not None and func_name not in self._funcs:
+            raise ScheduleError(f"get_block: unknown function {func_name!r}; the module's tensor programs are "
+                                f"{sorted(self._funcs)}")
+        funcs = [func_name] if func_name is not None else sorted(self._funcs)
+        found = [f for f in funcs if name in self._funcs[f].blocks or name in self._funcs[f].aliases]
+        if not found:
+            known = sorted(b for f in funcs for b in self._funcs[f].blocks)
+            raise ScheduleError(f"get_block: no block named {name!r}"
+                                + (f" in @{func_name}" if func_name else "") + f"; blocks are {known}")
+        if len(found) > 1:
+            raise ScheduleError(f"get_block: block {name!r} is in several functions {found}; pass func_name")
+        rv = BlockRV(name, found[0])
+        with self._edit(changes_ir=False):
+            self._record("get_block", [("name", name), ("func_name", found[0])], (rv,))
+        return rv
+
+    def get_loops(self, block: BlockRV | str) -> list[LoopRV]:
+        """The loops around ``block``, outermost first (course: ``i, j, k = sch.get_loops(b)``)."""
+        fstate, bstate = self._resolve_block(block, "get_loops")
+        rvs = [self._loop_rv(fstate, uid) for uid in bstate.path]
+        with self._edit(changes_ir=False):
+            self._record("get_loops", [("block", block)], tuple(rvs))
+        return rvs
+
+    def get_producers(self, block: BlockRV | str) -> list[BlockRV]:
+        """The blocks whose results ``block`` reads."""
+        fstate, bstate = self._resolve_block(block, "get_producers")
+        names = [s.name for s in bstate.info.sources[:bstate.info.n_inputs] if s.kind == "block"]
+        rvs = [BlockRV(n, fstate.func) for n in dict.fromkeys(names)]
+        with self._edit(changes_ir=False):
+            self._record("get_producers", [("block", block)], tuple(rvs))
+        return rvs
+
+    def get_consumers(self, block: BlockRV | str) -> list[BlockRV]:
+        """The blocks that read the result of ``block``."""
+        fstate, bstate = self._resolve_block(block, "get_consumers")
+        rvs = [BlockRV(b.name, fstate.func) for b in fstate.blocks.values()
+               if any(s.kind == "block" and s.name == bstate.name for s in b.info.sources[:b.info.n_inputs])]
+        with self._edit(changes_ir=False):
+            self._record("get_consumers", [("block", block)], tuple(rvs))
+        return rvs

@@ -1,0 +1,59 @@
+"""The hand-written transform scripts of benchmarks/schedules/ give NumPy's results.
+
+They are schedules too (course ch.2: any transformation sequence is a schedule); the
+benchmark times them, this test keeps them correct.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mlc_mlir as mlc
+from mlc_mlir.build.passes import memref_abi
+
+SCHEDULES = Path(__file__).resolve().parents[2] / "benchmarks" / "schedules"
+
+
+def _matmul(n: int) -> str:
+    t = f"tensor<{n}x{n}xf32>"
+    return f"""
+func.func @main(%A: {t}, %B: {t}, %C: {t}) -> {t} attributes {{mlc.prim_func}} {{
+  %zero = arith.constant 0.0 : f32
+  %y0 = linalg.fill {{mlc.block_init = "Y"}} ins(%zero : f32) outs(%C : {t}) -> {t}
+  %y = linalg.matmul {{mlc.block = "Y"}} ins(%A, %B : {t}, {t}) outs(%y0 : {t}) -> {t}
+  return %y : {t}
+}}"""
+
+
+def _scheduled(text: str, script: str) -> mlc.Module:
+    mod = mlc.Module.parse(text)
+    memref_abi(mod)
+    return mlc.schedule.apply_transform_script(mod, (SCHEDULES / script).read_text())
+
+
+def test_mm_relu128_script(mm_relu_text, rng):
+    mod = _scheduled(mm_relu_text, "mm_relu128.mlir")
+    text = str(mod)
+    assert "vector.fma" in text or "vector.outerproduct" in text or "llvm.intr.fmuladd" in text
+    a, b = rng.standard_normal((128, 128), dtype=np.float32), rng.standard_normal((128, 128), dtype=np.float32)
+    c = np.zeros((128, 128), np.float32)
+    mlc.build(mod)["mm_relu"](a, b, c)
+    np.testing.assert_allclose(c, np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_matmul1024_script_parallel(rng, threads):
+    import ctypes
+
+    from mlc_mlir.build.pipeline import openmp_lib
+
+    mod = _scheduled(_matmul(1024), "matmul1024.mlir")
+    assert "scf.forall" in str(mod)
+    rt = mlc.build(mod)
+    ctypes.CDLL(openmp_lib()).omp_set_num_threads(threads)
+    a, b = rng.random((1024, 1024), dtype=np.float32), rng.random((1024, 1024), dtype=np.float32)
+    c = np.zeros((1024, 1024), np.float32)
+    rt["main"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-3)
+    assert "__kmpc_fork_call" in rt.get_source("llvm")  # the forall runs on OpenMP threads
