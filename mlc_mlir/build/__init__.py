@@ -78,6 +78,9 @@ def compile_module(mod: Module, *, opt_level: int = 3, print_after_all: bool = F
     with mlc_context():
         if extra_stages:
             run_stages(module, extra_stages, print_after_all=print_after_all)
+        # Calls between functions are inlined first: the memref ABI changes public
+        # signatures, and calls returning memrefs trip the deallocation pipeline.
+        run_pipeline(module, "inline", stage="inline")
         signatures = to_memref_abi(module)
         if not signatures:
             raise BuildError("the module has no public function to compile")

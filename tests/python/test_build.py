@@ -157,3 +157,31 @@ def test_runtime_arrays_and_devices():
         mlc.runtime.empty((2,), "floaty")
     with pytest.raises(mlc.MlcError, match="non-negative ints"):
         mlc.runtime.empty((2, -1))
+
+
+def test_function_calling_public_and_private_functions(rng):
+    mod = mlc.Module.parse("""
+    func.func @double(%a: tensor<4xf32>, %e: tensor<4xf32>) -> tensor<4xf32> {
+      %r = linalg.add ins(%a, %a : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      return %r : tensor<4xf32>
+    }
+    func.func private @square(%a: tensor<4xf32>) -> tensor<4xf32> {
+      %e = tensor.empty() : tensor<4xf32>
+      %r = linalg.mul ins(%a, %a : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      return %r : tensor<4xf32>
+    }
+    func.func @f(%a: tensor<4xf32>, %o: tensor<4xf32>) -> tensor<4xf32> {
+      %e0 = tensor.empty() : tensor<4xf32>
+      %d = func.call @double(%a, %e0) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      %s = func.call @square(%a) : (tensor<4xf32>) -> tensor<4xf32>
+      %r = linalg.add ins(%d, %s : tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<4xf32>) -> tensor<4xf32>
+      return %r : tensor<4xf32>
+    }""")
+    rt = mlc.build(mod)
+    assert rt.functions == ["double", "f"]
+    a = rng.standard_normal(4, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    rt["f"](a, out)
+    np.testing.assert_allclose(out, 2 * a + a * a, rtol=1e-6)
+    rt["double"](a, out)
+    np.testing.assert_allclose(out, 2 * a, rtol=1e-6)
