@@ -14,16 +14,25 @@ __all__ = ["build", "Module", "Function", "runtime", "errors", "cpu", "cuda", "r
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
-    # Sub-packages written as separate layers are imported lazily, so `import mlc_mlir`
-    # stays cheap and a layer's import error names that layer.
-    import importlib
+_NOT_YET = {
+    "tune": "mlc.tune (tune_tir / compile_tir / tune_model, the MetaSchedule analogue)",
+    "frontend": "mlc.frontend (from_fx, the PyTorch FX importer)",
+}
 
-    lazy = {"te": ".te", "schedule": ".schedule", "graph": ".graph", "tune": ".tune",
-            "frontend": ".frontend", "transform": ".transform"}
-    if name in lazy:
-        return importlib.import_module(lazy[name], __name__)
-    if name in ("Schedule",):
+
+def __getattr__(name: str):
+    # Layers are imported lazily, so `import mlc_mlir` stays cheap and a layer's import
+    # error names that layer.
+    import importlib
+    import importlib.util
+
+    if name in ("te", "schedule", "graph"):
+        return importlib.import_module(f".{name}", __name__)
+    if name in _NOT_YET:
+        if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f".{name}", __name__)
+        raise MlcError(f"{_NOT_YET[name]} is not implemented in mlc-mlir {__version__} yet")
+    if name == "Schedule":
         from .schedule import Schedule
         return Schedule
     raise AttributeError(f"module 'mlc_mlir' has no attribute {name!r}")

@@ -96,3 +96,13 @@ def test_with_attr_renames_like_the_course():
         mlc.Module.parse(TWO_FUNCS).with_attr({"global_symbol": "x"})
     with pytest.raises(mlc.MlcError, match="non-empty string"):
         mod.with_attr("global_symbol", 3)
+
+
+def test_layers_not_built_yet_say_so():
+    with pytest.raises(mlc.MlcError, match="mlc.tune .* is not implemented"):
+        mlc.tune
+    with pytest.raises(mlc.MlcError, match="from_fx.* is not implemented"):
+        mlc.frontend
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        mlc.nothing
+    assert mlc.Schedule is mlc.schedule.Schedule and mlc.te.compute and mlc.graph.BlockBuilder
