@@ -9,6 +9,9 @@
    plus (e) high-level graph ops (``matmul``, ``add``, ``relu``) legalized to tensor programs.
 3. Each must predict exactly like the NumPy reference (same argmax on every sample,
    logits allclose).
+4. Graph optimization (course ch.7, ``examples/mlp_fusion.py``): the model's graph ops
+   fused (FuseDenseAddPass, FuseOps -> LegalizeOps -> FuseTIR) into fewer kernels, which
+   must predict the same.
 
 Run: ``python examples/mlp_digits.py`` (``make demo``).
 """
@@ -191,6 +194,11 @@ def main() -> int:
     run_variant("(d) mixture after BindParams: vm['main'](x)", bound, [x_test], ref, y_test)
     print(f"      after BindParams: {bound['main']!r} (weights in dense_resource blobs)")
     run_variant("(e) graph ops (matmul/add/relu), legalized", build_mlp_ops(), [x_test, *weights], ref, y_test)
+    print("Graph optimization (course ch.7; examples/mlp_fusion.py): the graph-op model with bound weights")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import mlp_fusion
+
+    mlp_fusion.fusion_section(params, x_test, y_test, ref)
     print(f"All variants agree with NumPy on every test sample ({time.perf_counter() - t0:.1f}s in total).")
     return 0
 

@@ -5,17 +5,19 @@
     vm = mlc.graph.VirtualMachine(ex, mlc.cpu())
     out = vm["main"](x)
 
-Ops live in :mod:`mlc_mlir.graph.op`, passes in :mod:`mlc_mlir.graph.transform`.
+Ops live in :mod:`mlc_mlir.graph.op`, passes in :mod:`mlc_mlir.graph.transform`,
+pattern rewriting in :mod:`mlc_mlir.graph.rewrite`.
 """
 
-from . import op, transform
+from . import op, rewrite, transform
 from .builder import BlockBuilder
 from .expr import Call, Constant, Expr, Var, const
 from .legalize import DEFAULT_OP_MAP, legalize
 from .lower import lower_graph_functions
+from .optimize import count_kernels, optimize
 from .verify import verify_graph
 from .vm import Executable, GraphFunction, VirtualMachine, build
 
-__all__ = ["BlockBuilder", "Var", "const", "Expr", "Call", "Constant", "op", "transform",
-           "verify_graph", "legalize", "DEFAULT_OP_MAP", "lower_graph_functions", "build",
-           "Executable", "VirtualMachine", "GraphFunction"]
+__all__ = ["BlockBuilder", "Var", "const", "Expr", "Call", "Constant", "op", "transform", "rewrite",
+           "optimize", "count_kernels", "verify_graph", "legalize", "DEFAULT_OP_MAP",
+           "lower_graph_functions", "build", "Executable", "VirtualMachine", "GraphFunction"]

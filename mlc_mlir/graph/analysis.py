@@ -19,12 +19,23 @@ from .infer import RULES, infer
 
 __all__ = ["graph_functions", "is_graph_function", "func_name", "op_line", "fail", "value_shapes",
            "type_shape", "types_compatible", "op_attrs", "arg_attr", "elements_type", "walk_ops",
-           "PURE_MLC_OPS", "GRAPH_OPS"]
+           "PURE_MLC_OPS", "GRAPH_OPS", "clone_module"]
 
 #: mlc ops whose result is computed from their operands only (shape rules in infer.py)
 GRAPH_OPS = tuple(RULES)
 #: mlc ops without side effects (allowed in dataflow blocks)
 PURE_MLC_OPS = (*GRAPH_OPS, "constant", "call_tir", "call_dps")
+
+
+def clone_module(mod: "Module") -> "Module":
+    """A deep copy of ``mod`` that keeps locations (value names such as ``%lv0`` survive)."""
+    from ..context import mlc_context
+    from ..ir import Module
+
+    with mlc_context():
+        text = mod.mlir_module.operation.get_asm(print_generic_op_form=True, large_elements_limit=None,
+                                                 enable_debug_info=True)
+        return Module(ir.Module.parse(text))
 
 
 def func_name(fop: ir.Operation) -> str:

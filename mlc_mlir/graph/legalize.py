@@ -186,12 +186,21 @@ DEFAULT_OP_MAP: dict[str, LegalizeRule] = {
 
 
 def normalize_op_map(op_map: dict[str, LegalizeRule] | None) -> dict[str, LegalizeRule]:
-    """:data:`DEFAULT_OP_MAP` updated with ``op_map`` (keys ``"relu"`` or ``"mlc.relu"``)."""
+    """:data:`DEFAULT_OP_MAP` updated with ``op_map``.
+
+    Keys are graph op names: ``"relu"``, ``"mlc.relu"``, or the course's Relax spelling
+    (``"relax.nn.relu"``, ``"relax.matmul"``).
+    """
     out = dict(DEFAULT_OP_MAP)
     for key, fn in (op_map or {}).items():
         if not isinstance(key, str) or not callable(fn):
             raise GraphError(f"op map entries must be 'op name' -> callable, got {key!r} -> {fn!r}")
-        name = key if key.startswith("mlc.") else f"mlc.{key}"
+        short = key
+        for prefix in ("mlc.", "relax.nn.", "relax.op.nn.", "relax.op.", "relax."):
+            if key.startswith(prefix):
+                short = key[len(prefix):]
+                break
+        name = f"mlc.{short}"
         if name[4:] not in GRAPH_OPS:
             raise GraphError(f"op map: {key!r} is not a graph op; graph ops: {', '.join(GRAPH_OPS)}")
         out[name] = fn

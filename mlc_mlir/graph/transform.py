@@ -2,6 +2,14 @@
 
 - :class:`BindParams` turns parameters into constants (course ch.3).
 - :class:`LegalizeOps` replaces graph ops by calls of tensor programs (course ch.7).
+- :class:`FuseDenseAddPass` outlines matmul + add into primitive functions (course ch.7).
+- :class:`FuseOps` groups ops by pattern kind into primitive functions (TVM FuseOps).
+- :class:`FuseTIR` turns each primitive function into one tensor program.
+- :func:`remove_all_unused` drops dead bindings; :func:`module_pass` and
+  :class:`Sequential` make and chain user passes.
+
+The course's order: ``FuseOps -> LegalizeOps -> FuseTIR`` (``mlc.graph.build`` runs it
+from ``opt_level=1``).
 """
 
 from __future__ import annotations
@@ -16,12 +24,16 @@ from ..context import mlc_context
 from ..errors import GraphError
 from ..ir import Module
 from ..runtime import as_numpy
-from .analysis import arg_attr, func_name, is_graph_function, walk_ops
+from .analysis import arg_attr, clone_module, func_name, is_graph_function, walk_ops
+from .dce import remove_all_unused
 from .emit import constant_attr
 from .expr import Shape, dtype_of_element, format_shape, shape_attr, shape_from_attr
+from .fusion import FuseDenseAddPass, FuseOps, FuseTIR
 from .legalize import LegalizeRule, legalize, normalize_op_map
+from .pass_infra import ModulePass, PassContext, PassInfo, Sequential, module_pass
 
-__all__ = ["BindParams", "LegalizeOps"]
+__all__ = ["BindParams", "LegalizeOps", "FuseOps", "FuseTIR", "FuseDenseAddPass", "remove_all_unused",
+           "module_pass", "Sequential", "PassContext", "PassInfo", "ModulePass"]
 
 
 class BindParams:
@@ -61,7 +73,7 @@ class BindParams:
         """A copy of ``mod`` with the parameters bound."""
         if not isinstance(mod, Module):
             raise GraphError(f"BindParams expects an mlc.Module, got {type(mod).__name__}")
-        work = mod.clone()
+        work = clone_module(mod)
         fop = work[self.func_name].op
         with mlc_context():
             if not is_graph_function(fop):
@@ -75,7 +87,11 @@ class LegalizeOps:
 
     Args:
         op_map: rules that override or extend the defaults, ``"mlc.relu"`` (or
-            ``"relu"``) -> ``fn(bb, call) -> expr``; see :mod:`mlc_mlir.graph.legalize`.
+            ``"relu"``, or the course's ``"relax.nn.relu"``) -> ``fn(bb, call) -> expr``;
+            see :mod:`mlc_mlir.graph.legalize`.
+
+    Primitive (fused) functions are legalized too: after ``FuseOps`` they become chains
+    of ``call_tir`` that ``FuseTIR`` merges.
 
     Before::
 
@@ -91,7 +107,9 @@ class LegalizeOps:
 
     def __call__(self, mod: Module) -> Module:
         """A copy of ``mod`` with every graph op legalized."""
-        work = mod.clone()
+        if not isinstance(mod, Module):
+            raise GraphError(f"LegalizeOps expects an mlc.Module, got {type(mod).__name__}")
+        work = clone_module(mod)
         return legalize(work, self.op_map)
 
 

@@ -4,7 +4,8 @@
     vm = mlc.graph.VirtualMachine(ex, mlc.cpu())
     out = vm["main"](x, w0, b0, w1, b1)          # an mlc NDArray; out.numpy()
 
-The build verifies the graph, legalizes graph ops to tensor programs, lowers each graph
+The build verifies the graph, optimizes it (``opt_level``, :mod:`.optimize`: fusion
+into fewer tensor programs), legalizes the remaining graph ops, lowers each graph
 function to a destination-passing function of calls (:mod:`.lower`) and compiles the
 whole module to native code with ``mlc.build``'s pipeline; calls of tensor programs are
 inlined first, so a graph made of tensor programs is one compiled function.
@@ -31,8 +32,11 @@ from ..ir import Module
 from ..runtime import Device, NDArray, as_numpy, cpu, get_func
 from ..runtime.memref import descriptor_class, view
 from .expr import format_shape
+from .analysis import clone_module
 from .legalize import legalize
 from .lower import EnvCall, GraphSignature, lower_graph_functions
+from .optimize import optimize
+from .outline import inline_graph_calls
 from .verify import verify_graph
 
 __all__ = ["build", "Executable", "VirtualMachine", "GraphFunction"]
@@ -78,8 +82,10 @@ class Executable:
     """A built graph module (course ``relax.Executable``): compiled code plus signatures."""
 
     def __init__(self, rt: RuntimeModule, signatures: dict[str, GraphSignature], env_calls: list[EnvCall],
-                 errors: _CallbackErrors, source: Module):
+                 errors: _CallbackErrors, source: Module, optimized: Module | None = None):
         self.rt = rt
+        #: the module after graph optimization and legalization (before lowering)
+        self.optimized = optimized
         self.signatures = signatures
         self.env_calls = env_calls
         self._errors = errors
@@ -98,15 +104,18 @@ class Executable:
         return f"<mlc.graph.Executable functions={self.functions}>"
 
 
-def build(mod: Module, target: str = "llvm", *, opt_level: int = 3, op_map: dict | None = None,
-          print_after_all: bool = False) -> Executable:
+def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict | None = None,
+          llvm_opt_level: int = 3, print_after_all: bool = False) -> Executable:
     """Compile the graph functions of ``mod`` (and the tensor programs they call).
 
     Args:
         mod: graph functions (``mlc`` dialect) and tensor programs.
         target: ``"llvm"`` (the host CPU).
-        opt_level: LLVM optimisation level 0-3.
+        opt_level: graph optimisations (:mod:`.optimize`): 0 none (one kernel per graph
+            op), 1 ``FuseOps -> LegalizeOps -> FuseTIR``, 2 and 3 also the ewise_fma
+            rewrite first.
         op_map: extra legalization rules, graph op name -> function (see ``LegalizeOps``).
+        llvm_opt_level: LLVM optimisation level 0-3.
         print_after_all: print the IR after each stage.
 
     Raises:
@@ -118,9 +127,12 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 3, op_map: dict
         raise GraphError(f"graph.build expects an mlc.Module, got {type(mod).__name__}")
     if str(target).split()[0] not in ("llvm", "cpu"):
         raise GraphError(f"graph.build: unsupported target {target!r}; supported: 'llvm'")
-    work = mod.clone()
-    verify_graph(work, check_env=True)
+    verify_graph(mod, check_env=True)
+    work = optimize(mod, opt_level=opt_level, op_map=op_map, print_after_all=print_after_all)
+    with mlc_context():
+        inline_graph_calls(work.mlir_module)  # primitive functions FuseTIR did not turn into programs
     legalize(work, op_map)
+    optimized = clone_module(work)
     with mlc_context():
         signatures, env_calls = lower_graph_functions(work.mlir_module)
     if not signatures:
@@ -128,9 +140,9 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 3, op_map: dict
                          "use mlc.build for tensor programs alone")
     errors = _CallbackErrors()
     callbacks = {c.symbol: _make_callback(c, errors) for c in env_calls}
-    rt = compile_module(work, opt_level=opt_level, print_after_all=print_after_all,
+    rt = compile_module(work, opt_level=llvm_opt_level, print_after_all=print_after_all,
                         extra_stages=_GRAPH_STAGES, callbacks=callbacks, after_call=errors.reraise)
-    return Executable(rt, signatures, env_calls, errors, mod)
+    return Executable(rt, signatures, env_calls, errors, mod, optimized)
 
 
 class GraphFunction:

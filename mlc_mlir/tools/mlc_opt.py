@@ -36,7 +36,8 @@ class _Stage:
 def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[_Stage]]:
     parser = argparse.ArgumentParser(
         prog="mlc-opt", description="Run MLIR pass pipelines and mlc-mlir passes on an MLIR file.",
-        epilog="Project passes: " + ", ".join(f"--mlc-{p.name}" for p in list_passes()))
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # one pass per line, never wrapped
+        epilog="Project passes:\n" + "\n".join(f"  --mlc-{p.name}" for p in list_passes()))
     parser.add_argument("input", nargs="?", default="-", help="input file (default: stdin)")
     parser.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
     parser.add_argument("--pass-pipeline", action="append", default=[], metavar="PIPELINE",

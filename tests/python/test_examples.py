@@ -33,6 +33,13 @@ def test_mlp_digits_demo():
     assert "All variants agree with NumPy on every test sample" in out
 
 
+def test_mlp_fusion_demo():
+    out = run_example("mlp_fusion.py")
+    assert "7 unfused -> 5 after FuseDenseAddPass -> 2 after FuseOps + FuseTIR" in out
+    assert out.count("predictions equal NumPy's: True   logits allclose: True") == 4
+    assert '"mlc.ewise_fma"' in out and "Fusion checks passed" in out
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")))
 def test_every_example_is_covered(name):
     covered = {"ch2_transform_mm_relu.py", "ch4_stochastic_schedule.py", "mlp_digits.py", "mlp_fusion.py"}

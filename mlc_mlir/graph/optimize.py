@@ -1,0 +1,77 @@
+"""The default graph optimization pipeline (what ``mlc.graph.build(opt_level=...)`` runs).
+
+One list of named stages, read top to bottom:
+
+=====================  =========  ==================================================
+stage                  opt_level  what
+=====================  =========  ==================================================
+``rewrite-ewise-fma``  >= 2       multiply + add -> ewise_fma (:mod:`.rewrite`)
+``remove-unused``      >= 2       drop the bindings the rewrite left dead
+``fuse-ops``           >= 1       group ops into primitive functions (FuseOps)
+``legalize-ops``       >= 1       graph ops -> call_tir of tensor programs
+``fuse-tir``           >= 1       each primitive function -> one tensor program
+=====================  =========  ==================================================
+
+``opt_level=0`` runs nothing: the build legalizes op by op, one kernel per op.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from ..errors import GraphError
+from ..ir import Module
+from .analysis import clone_module, graph_functions, walk_ops
+from .dce import remove_all_unused
+from .fusion import FuseOps, FuseTIR
+from .legalize import LegalizeRule
+from .rewrite import ewise_fma
+
+__all__ = ["optimization_stages", "optimize", "count_kernels", "MAX_OPT_LEVEL"]
+
+MAX_OPT_LEVEL = 3
+
+Stage = tuple[str, Callable[[Module], Module]]
+
+
+def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None = None) -> list[Stage]:
+    """The (name, pass) stages of ``opt_level`` (0 to 3), in order."""
+    from .transform import LegalizeOps
+
+    if not isinstance(opt_level, int) or isinstance(opt_level, bool) or not 0 <= opt_level <= MAX_OPT_LEVEL:
+        raise GraphError(f"opt_level must be an int from 0 to {MAX_OPT_LEVEL}, got {opt_level!r}")
+    stages: list[Stage] = []
+    if opt_level >= 2:
+        stages += [("rewrite-ewise-fma", ewise_fma), ("remove-unused", remove_all_unused)]
+    if opt_level >= 1:
+        stages += [("fuse-ops", FuseOps()), ("legalize-ops", LegalizeOps(op_map)), ("fuse-tir", FuseTIR())]
+    return stages
+
+
+def optimize(mod: Module, *, opt_level: int = 2, op_map: dict[str, LegalizeRule] | None = None,
+             print_after_all: bool = False) -> Module:
+    """Run the stages of ``opt_level`` on a copy of ``mod``.
+
+    Args:
+        mod: graph functions and tensor programs.
+        opt_level: 0 (nothing), 1 (fusion), 2 or 3 (fusion after the ewise_fma rewrite).
+        op_map: extra legalization rules (see ``LegalizeOps``).
+        print_after_all: print the module after each stage to stderr.
+
+    Returns:
+        The optimized copy (``mod`` itself is left untouched).
+    """
+    stages = optimization_stages(opt_level, op_map)
+    out = clone_module(mod)
+    for name, run in stages:
+        out = run(out)
+        if print_after_all:
+            print(f"// -----// IR Dump After {name} //----- //", file=sys.stderr)
+            print(out.script(), file=sys.stderr)
+    return out
+
+
+def count_kernels(mod: Module) -> int:
+    """How many tensor programs the graph functions of ``mod`` call (``mlc.call_tir`` ops)."""
+    return sum(1 for f in graph_functions(mod.mlir_module) for o in walk_ops(f) if o.name == "mlc.call_tir")
