@@ -81,17 +81,23 @@ class Module:
         return cls.parse(path.read_text(), source_name=str(path))
 
     def clone(self) -> Module:
-        """A deep copy (the copy can be transformed without touching this module)."""
+        """A deep copy (transformable without touching this module); locations, hence
+        value names such as ``%lv0`` and diagnostics' lines, are kept."""
         with mlc_context():
-            return Module(ir.Module.parse(self._asm(generic=True)))
+            text = self.mlir_module.operation.get_asm(print_generic_op_form=True, large_elements_limit=None,
+                                                      enable_debug_info=True)
+            return Module(ir.Module.parse(text))
 
     # -- printing ----------------------------------------------------------------------
-    def _asm(self, *, generic: bool = False) -> str:
-        return self.mlir_module.operation.get_asm(print_generic_op_form=generic, large_elements_limit=None)
+    def _asm(self) -> str:
+        return self.mlir_module.operation.get_asm(large_elements_limit=None)
 
-    def script(self, *, large_elements_limit: int | None = 16) -> str:
-        """The module as MLIR text (constants above ``large_elements_limit`` elided)."""
+    def script(self, *, large_elements_limit: int | None = 16, large_resource_limit: int | None = 64) -> str:
+        """The module as MLIR text for reading: value names from name locations (``%lv0``),
+        constants above ``large_elements_limit`` elements and resource blobs (bound
+        weights) above ``large_resource_limit`` bytes elided. ``str(mod)`` prints all."""
         return self.mlir_module.operation.get_asm(large_elements_limit=large_elements_limit,
+                                                  large_resource_limit=large_resource_limit,
                                                   use_name_loc_as_prefix=True)
 
     def show(self) -> None:

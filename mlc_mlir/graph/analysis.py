@@ -28,14 +28,8 @@ PURE_MLC_OPS = (*GRAPH_OPS, "constant", "call_tir", "call_dps")
 
 
 def clone_module(mod: "Module") -> "Module":
-    """A deep copy of ``mod`` that keeps locations (value names such as ``%lv0`` survive)."""
-    from ..context import mlc_context
-    from ..ir import Module
-
-    with mlc_context():
-        text = mod.mlir_module.operation.get_asm(print_generic_op_form=True, large_elements_limit=None,
-                                                 enable_debug_info=True)
-        return Module(ir.Module.parse(text))
+    """A deep copy of ``mod`` that keeps locations (``Module.clone``)."""
+    return mod.clone()
 
 
 def func_name(fop: ir.Operation) -> str:
