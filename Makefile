@@ -28,6 +28,7 @@ lit: setup
 
 bench: setup
 	$(PY) benchmarks/bench_matmul.py
+	$(PY) benchmarks/bench_mlp_fusion.py
 
 clean:
 	rm -rf .lit-out .pytest_cache

@@ -50,3 +50,31 @@ def test_graph_example_runs():
     exec(GRAPH_PRELUDE + BLOCKS[2], scope)
     ref = np.maximum(scope["images"] @ scope["w0_np"].T + scope["b0_np"], 0) @ scope["w1_np"].T + scope["b1_np"]
     np.testing.assert_allclose(scope["logits"], ref, rtol=1e-4, atol=1e-4)
+
+
+OPT_PRELUDE = '''
+import numpy as np
+import mlc_mlir as mlc
+bb = mlc.graph.BlockBuilder()
+x, y, z = (mlc.graph.Var(n, (4, 8), "float32") for n in "xyz")
+with bb.function("main", [x, y, z]):
+    with bb.dataflow():
+        lv0 = bb.emit(mlc.graph.op.multiply(x, y))
+        lv1 = bb.emit(mlc.graph.op.add(lv0, z))
+        gv = bb.emit_output(mlc.graph.op.relu(lv1))
+    bb.emit_func_output(gv)
+mod = bb.get()
+'''
+
+
+def test_graph_optimization_example_runs():
+    scope: dict = {}
+    exec(OPT_PRELUDE + BLOCKS[3], scope)
+    mod = scope["mod"]
+    text = str(mod)
+    assert "mlc.multiply" not in text and "mlc.add" not in text  # rewritten, fused, legalized
+    rng = np.random.default_rng(0)
+    x, y, z = (rng.standard_normal((4, 8), dtype=np.float32) for _ in range(3))
+    import mlc_mlir as mlc
+    vm = mlc.graph.VirtualMachine(mlc.graph.build(mod, opt_level=0), mlc.cpu())
+    np.testing.assert_allclose(vm["main"](x, y, z).numpy(), np.maximum(x * y + z, 0), rtol=1e-5)
