@@ -7,8 +7,9 @@ from ..ir import Module
 from ..passes import register_pass
 from .abi import to_memref_abi
 from .pipeline import cpu_stages, run_stages, uses_parallel_loops
+from .vector_opt import optimize_vectors
 
-__all__ = ["memref_abi", "lower_to_llvm"]
+__all__ = ["memref_abi", "lower_to_llvm", "vector_opt"]
 
 
 @register_pass("memref-abi", "rewrite public tensor programs to the memref calling convention")
@@ -25,4 +26,13 @@ def lower_to_llvm(mod: Module) -> Module:
     memref_abi(mod)
     with mlc_context():
         run_stages(mod.mlir_module, cpu_stages(parallel=uses_parallel_loops(mod.mlir_module)))
+    return mod
+
+
+@register_pass("vector-opt", "the build's vector-opt stage on bufferized code: accumulators hoisted, "
+                             "contractions lowered to FMAs")
+def vector_opt(mod: Module) -> Module:
+    """Run the ``vector-opt`` build stage (see build/vector_opt.py) on a bufferized module."""
+    with mlc_context():
+        optimize_vectors(mod.mlir_module)
     return mod

@@ -20,6 +20,7 @@ from mlir.passmanager import PassManager
 
 from ..context import diagnostics_text, mlc_context
 from ..errors import LoweringError
+from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "cpu_stages", "run_stages", "run_pipeline", "mlir_lib", "openmp_lib", "tool_path"]
 
@@ -64,6 +65,8 @@ def cpu_stages(*, parallel: bool) -> list[Stage]:
         Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
         Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         Stage("simplify", "canonicalize,cse"),
+        # accumulators hoisted into registers, contractions -> broadcast + FMA (vector_opt.py)
+        Stage("vector-opt", optimize_vectors),
         Stage("threads", threads),
         Stage("loops", "convert-linalg-to-loops,fold-memref-alias-ops,lower-affine"),
         Stage("vectors", "func.func(lower-vector-multi-reduction),convert-vector-to-scf"),

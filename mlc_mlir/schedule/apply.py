@@ -8,6 +8,7 @@ from mlir.dialects.transform import interpreter
 from ..context import diagnostics_text, mlc_context
 from ..errors import ScheduleError
 from ..ir import Module
+from .buffers import compact_cache_buffers
 from .intrin import apply_tensorize
 
 __all__ = ["apply_transform_script", "run_transform", "ENTRY_POINT"]
@@ -26,7 +27,9 @@ def _entry(tmod: ir.Module) -> ir.Operation:
 
 
 def run_transform(payload: ir.Module, tmod: ir.Module, *, what: str = "schedule") -> None:
-    """Apply ``@__transform_main`` of ``tmod`` to ``payload`` in place (inside the context).
+    """Apply ``@__transform_main`` of ``tmod`` to ``payload`` in place (inside the context),
+    then replace tensorized tiles by their kernels (:mod:`.intrin`) and give each tile of a
+    cache buffer its own allocation (:mod:`.buffers`).
 
     Raises ScheduleError with the interpreter's diagnostics when the script fails.
     """
@@ -49,6 +52,7 @@ def run_transform(payload: ir.Module, tmod: ir.Module, *, what: str = "schedule"
     finally:
         h.detach()
     apply_tensorize(payload)
+    compact_cache_buffers(payload)
     try:
         payload.operation.verify()
     except ir.MLIRError as exc:

@@ -8,6 +8,8 @@ other primitives schedule like any block (``compute_at(A_reg, k)``). Emission: a
 ``linalg.copy`` (``rewrite_in_destination_passing_style``); for ``cache_write`` the pad's
 ``copy_back_op`` is the write-back copy and the init fill moves onto the new buffer. The
 scope is an attribute only (no memref memory space), so the program builds for the CPU.
+A copy moved under a loop writes a buffer of the tile's shape (:mod:`.buffers`): with
+``compute_at`` a ``"local"`` cache of B is a packed, contiguous tile.
 """
 
 from __future__ import annotations

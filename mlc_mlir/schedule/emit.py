@@ -10,17 +10,21 @@ consumers first (reverse program order); each block
 3. gets its remaining loops, outermost first, each by one single-dim
    ``transform.structured.tile_using_for`` (``tile_using_forall`` for parallel and bound
    loops) whose tile size is the product of that dim's inner extents, so split and
-   reorder give the exact nest and partial tiles are guarded by ``affine.min``.
+   reorder give the exact nest and partial tiles are guarded by ``affine.min``; right
+   after each loop is made, the blocks computed at that loop are emitted (step 1 for
+   them), so that they run once per iteration of it, not of the loops tiled inside.
 
 Innermost loops that already iterate in the op's dim order stay inside the linalg op.
 Then loops are named (``transform.annotate`` with ``mlc.loop``), vectorized ops are
-vectorized, unrolled loops unrolled, tensorized ops replaced, and every function is
-canonicalized. Sampling decisions appear as ``transform.tune.knob`` ops with their
-``selected`` value.
+vectorized (with their small init fills, then the cleanup patterns of
+``vectorize_children_and_apply_patterns``: reductions become ``vector.contract``),
+unrolled loops unrolled, tensorized ops replaced, and every function is canonicalized.
+Sampling decisions appear as ``transform.tune.knob`` ops with their ``selected`` value.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
@@ -29,7 +33,7 @@ from mlir.dialects.transform import loop as tloop
 from mlir.dialects.transform import structured, tensor as ttensor, tune, vector as tvector
 
 from ..errors import ScheduleError
-from .state import BlockState, FuncState
+from .state import MAX_VECTOR_ELEMENTS, BlockState, FuncState
 
 __all__ = ["Knob", "build_script"]
 
@@ -130,8 +134,10 @@ class _FuncEmitter:
                 self.block_h[block.name + "@init"] = self._match(self.func_h, "mlc.block_init", block.name)
         for cache in st.caches:
             self._emit_cache(*cache)
+        self.order = order
         for block in order:
-            self._emit_block(block)
+            if block.name not in self.emitted:
+                self._emit_block(block)
         self._finish(order)
 
     def _annotate(self, handle: ir.Value, name: str, value: str) -> None:
@@ -197,10 +203,23 @@ class _FuncEmitter:
                 self.loop_names[path[i]] = loop.name
             start = level
         end = len(path) - st.implicit_suffix(block)
+        self.emitted.add(block.name)
         for i in range(start, end):
             handle = self._tile(block, handle, i)
+            self._emit_attached(path[i])
         self.block_h[block.name] = handle
-        self.emitted.add(block.name)
+
+    def _emit_attached(self, uid: int) -> None:
+        """Emit the blocks attached (compute_at / reverse_compute_at) right at loop ``uid``,
+        now that it exists: fused before the inner loops are tiled, they compute once per
+        iteration of ``uid`` (after the inner tiling, the fusion would land in the innermost
+        loop, next to the merged slice of the consumer's innermost tile)."""
+        for other in self.order:
+            if other.name in self.emitted:
+                continue
+            shared = [u for u in other.path if len(self.state.owners(u)) > 1]
+            if shared and shared[-1] == uid and all(u in self.loop_h for u in shared):
+                self._emit_block(other)
 
     def _tile(self, block: BlockState, handle: ir.Value, i: int) -> ir.Value:
         loop = self.state.loops[block.path[i]]
@@ -253,12 +272,10 @@ class _FuncEmitter:
             if loops and loops[-1].kind == "vectorized":
                 sizes = [st.step(block, len(loops) - 2, d) for d in range(block.info.ndims)]
                 structured.VectorizeOp(self.block_h[block.name], sizes)
+                self._vectorize_init(block)
                 vectorized = True
         if vectorized:
-            # partial tiles vectorize to vector.mask regions; fold them into the transfers
-            with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
-                tvector.ApplyLowerMaskedTransfersPatternsOp()
-                tvector.ApplyLowerMasksPatternsOp()
+            self._vector_cleanup()
         unrolled: dict[int, tuple[int, int]] = {}
         for block in order:
             for i, uid in enumerate(block.path):
@@ -269,3 +286,39 @@ class _FuncEmitter:
         with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
             transform.ApplyCanonicalizationPatternsOp()
         transform.ApplyCommonSubexpressionEliminationOp(self.func_h)
+
+    def _vectorize_init(self, block: BlockState) -> None:
+        """Vectorize the init fill of a vectorized reduction block when its tile is small.
+
+        As in TVM, where ``decompose_reduction`` gives the init block copies of the
+        block's loops (a vectorized loop stays vectorized). Besides, a fill left scalar
+        writes through a ``memref.subview`` after bufferization, and such a view of the
+        accumulator's buffer keeps ``hoist_redundant_vector_transfers`` from keeping the
+        accumulator in registers across the reduction loop.
+        """
+        if not block.info.has_init:
+            return
+        tile = self.state.init_tile(block)
+        if tile is None or math.prod(tile[1]) > MAX_VECTOR_ELEMENTS:
+            return
+        depth, sizes = tile
+        # matched inside its loop: the original fill, dead after fusion, is still in the function
+        scope = self.loop_h[block.path[depth - 1]] if depth else self.func_h
+        fill = self._match(scope, "mlc.block_init", block.name)
+        structured.VectorizeOp(fill, sizes)
+
+    def _vector_cleanup(self) -> None:
+        """The patterns ``vectorize_children_and_apply_patterns`` applies after vectorizing.
+
+        Masked partial tiles fold into the transfers; ``mulf`` + ``multi_reduction``
+        become ``vector.contract`` (lowered to outer products = broadcast + FMA rows by
+        the build's ``vector-opt`` stage); transfers with broadcast/transpose permutation
+        maps become plain transfers + ``vector.broadcast``/``transpose``; slices fold into
+        the transfers.
+        """
+        with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+            tvector.ApplyLowerMaskedTransfersPatternsOp()
+            tvector.ApplyLowerMasksPatternsOp()
+            tvector.ApplyVectorReductionToContractPatternsOp()
+            tvector.ApplyTransferPermutationPatternsOp()
+            ttensor.ApplyFoldTensorSubsetOpsIntoVectorTransfersPatternsOp()

@@ -157,6 +157,26 @@ class FuncState:
         level = self.attach_depth(block) if block.init_level is None else block.init_level
         return min(level, first_red)
 
+    def init_tile(self, block: BlockState) -> tuple[int, list[int]] | None:
+        """Where the init fill sits as emitted and its static (upper-bound) tile shape:
+        ``(depth, sizes)``, the fill being under ``block.path[depth - 1]`` (depth 0: not
+        tiled, the whole output); None when a size is dynamic.
+
+        The fill sits under ``init_level`` loops, or under the loop its block is fused
+        into (compute_at) when that is deeper.
+        """
+        level = self.init_level(block)
+        depth = max(level, self.attach_depth(block)) if level >= 1 else 0
+        sizes = []
+        for d in block.info.maps[-1]:
+            if d is None:
+                return None
+            ext, _ = self.tile_extent(block, depth, d)
+            if ext is None:
+                return None
+            sizes.append(ext)
+        return depth, sizes
+
     def attach_depth(self, block: BlockState) -> int:
         """How many leading loops of ``block`` are made by a later block (its consumer):
         ``block`` is fused into the innermost of them."""

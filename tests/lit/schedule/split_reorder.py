@@ -51,7 +51,7 @@ j0, j1 = sch.split(j, factors=[None, 8])
 sch.vectorize(j1)
 section("vectorize", sch)
 # CHECK-LABEL: // vectorize
-# CHECK: vector.transfer_read {{.+}} : tensor<1x8xf32>, vector<1x8xf32>
+# CHECK: vector.transfer_read {{.+}} : tensor<128x128xf32>, vector<1x8xf32>
 # CHECK: arith.maximumf {{.+}} : vector<1x8xf32>
 # CHECK: vector.transfer_write
 # CHECK: } {mlc.loop = "j_0"}
