@@ -3,13 +3,13 @@
 from . import errors, runtime
 from .build import build
 from .errors import (ArgumentError, BuildError, GraphError, LoweringError, MlcError, ParseError,
-                     ScheduleError, TEError)
+                     RuntimeError_, ScheduleError, TEError)
 from .ir import Function, Module
 from .runtime import cpu, cuda, register_func
 
 __all__ = ["build", "Module", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
            "MlcError", "ParseError", "TEError", "ScheduleError", "GraphError", "BuildError",
-           "LoweringError", "ArgumentError"]
+           "LoweringError", "ArgumentError", "RuntimeError_"]
 
 __version__ = "0.1.0"
 

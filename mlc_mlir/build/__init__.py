@@ -23,17 +23,21 @@ _TARGETS = ("llvm", "cpu")
 
 
 def build(mod: Module, target: str = "llvm", *, opt_level: int = 3,
-          print_after_all: bool = False) -> RuntimeModule:
-    """Compile every public function of ``mod`` for the host CPU and JIT it.
+          print_after_all: bool = False, arch: str | None = None) -> RuntimeModule:
+    """Compile every public function of ``mod`` for the host CPU or a CUDA GPU.
 
     Args:
         mod: tensor programs (tensor form of docs/conventions.md, or memref form).
-        target: ``"llvm"`` (host CPU, its vector features).
+        target: ``"llvm"`` (host CPU, its vector features), or ``"cuda"`` /
+            ``"cuda -arch=sm_90"`` (loop nests bound with ``sch.bind``; see
+            :func:`mlc_mlir.build.cuda.build_cuda`).
         opt_level: LLVM optimisation level 0-3.
         print_after_all: print the IR after each pipeline stage to stderr.
+        arch: CUDA chip (``"sm_90"``) for ``target="cuda"``.
 
     Returns:
-        A :class:`RuntimeModule`: ``rt["name"](*arrays)`` runs in place.
+        A :class:`RuntimeModule` (a :class:`CudaModule` for cuda): ``rt["name"](*arrays)``
+        runs in place.
 
     Raises:
         BuildError: unknown target, a function not in destination-passing form, or a
@@ -41,8 +45,14 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 3,
     """
     if not isinstance(mod, Module):
         raise BuildError(f"build expects an mlc.Module, got {type(mod).__name__}")
-    target = _check_target(target)
-    return compile_module(mod, opt_level=opt_level, print_after_all=print_after_all, target=target)
+    kind = _check_target(target)
+    if kind == "cuda":
+        from .cuda import build_cuda
+
+        return build_cuda(mod, str(target), arch=arch, opt_level=opt_level, print_after_all=print_after_all)
+    if arch is not None:
+        raise BuildError(f"arch={arch!r} is a CUDA option; target {target!r} is the host CPU")
+    return compile_module(mod, opt_level=opt_level, print_after_all=print_after_all, target=kind)
 
 
 def _check_target(target: str) -> str:
@@ -50,10 +60,9 @@ def _check_target(target: str) -> str:
         target = str(target)
     kind = target.split()[0] if target.strip() else target
     if kind == "cuda":
-        raise BuildError("target 'cuda' is not supported by mlc.build yet: GPU code generation "
-                         "(gpu/nvvm lowering) is not implemented in this version")
+        return "cuda"
     if kind not in _TARGETS:
-        raise BuildError(f"unknown target {target!r}; supported: 'llvm'")
+        raise BuildError(f"unknown target {target!r}; supported: 'llvm', 'cuda' ('cuda -arch=sm_90')")
     return "llvm"
 
 

@@ -40,7 +40,16 @@ def test_mlp_fusion_demo():
     assert '"mlc.ewise_fma"' in out and "Fusion checks passed" in out
 
 
+def test_ch6_gpu_vector_add():
+    out = run_example("ch6_gpu_vector_add.py")
+    assert 'sch.bind(loop=l2, thread_axis="blockIdx.x")' in out
+    assert ".target sm_" in out and ".visible .entry main_kernel(" in out
+    assert out.count("ld.global") == 5  # 2 in vector add, 3 in window sum
+    assert "compiled only" in out or "equal NumPy" in out
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")))
 def test_every_example_is_covered(name):
-    covered = {"ch2_transform_mm_relu.py", "ch4_stochastic_schedule.py", "mlp_digits.py", "mlp_fusion.py"}
+    covered = {"ch2_transform_mm_relu.py", "ch4_stochastic_schedule.py", "ch6_gpu_vector_add.py", "mlp_digits.py",
+               "mlp_fusion.py"}
     assert name in covered, f"examples/{name} has no test in tests/python/test_examples.py"

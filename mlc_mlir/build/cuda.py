@@ -1,0 +1,211 @@
+"""``mlc.build(mod, target="cuda")``: bound tensor programs -> CUDA kernels + host code.
+
+The host function of each tensor program keeps the CPU build's memref ABI, so
+``rt["name"](*numpy_arrays)`` is called exactly like a CPU build: the generated host code
+allocates device buffers, copies the arrays in, launches the kernels (grid/block sizes
+from the bound loops) and copies the outputs back. The kernels are compiled to a cubin
+with the ``nvidia-cuda-nvcc`` wheel's ``ptxas`` (PTX JIT-compiled by the driver when no
+``ptxas`` is found); ``rt.get_source("ptx")`` shows the PTX either way.
+
+Without a CUDA driver (no ``libcuda``) the build still compiles everything; calling a
+function then raises :class:`~mlc_mlir.errors.RuntimeError_`. The CUDA runtime wrappers
+(``libmlir_cuda_runtime.so``) are loaded only when ``libcuda`` is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import sys
+from collections.abc import Sequence
+
+from mlir import ir
+from mlir.dialects import gpu
+from mlir.execution_engine import ExecutionEngine
+
+from ..context import mlc_context
+from ..errors import BuildError, MlcError, RuntimeError_
+from ..ir import Module
+from .abi import FuncSignature, to_memref_abi
+from .executable import CompiledFunction, RuntimeModule
+from .gpu_pipeline import ARCH_PTX_FEATURES, CudaTarget, cuda_stages, parse_cuda_target
+from .pipeline import mlir_lib, run_pipeline, run_stages
+
+__all__ = ["build_cuda", "CudaModule", "cuda_driver", "device_arch", "NO_DRIVER"]
+
+NO_DRIVER = ("no CUDA driver (libcuda) found: CUDA functions can be compiled (get_source('ptx')) "
+             "but not run here")
+_CU_COMPUTE_CAPABILITY = (75, 76)  # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR
+# get_source format -> the stage after which the IR is kept
+_SNAPSHOTS = {"gpu": "map-to-gpu", "gpu-outlined": "outline", "nvvm": "device"}
+
+
+@functools.cache
+def cuda_driver() -> ctypes.CDLL | None:
+    """The CUDA driver library (``libcuda``) if it can be loaded, else ``None``."""
+    for name in ("libcuda.so.1", ctypes.util.find_library("cuda")):
+        if not name:
+            continue
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+@functools.cache
+def device_arch(index: int = 0) -> str | None:
+    """``"sm_XY"`` of CUDA device ``index``, or ``None`` without a driver or device."""
+    lib = cuda_driver()
+    if lib is None:
+        return None
+    dev, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    if lib.cuInit(0) != 0 or lib.cuDeviceGet(ctypes.byref(dev), index) != 0:
+        return None
+    if (lib.cuDeviceGetAttribute(ctypes.byref(major), _CU_COMPUTE_CAPABILITY[0], dev) != 0
+            or lib.cuDeviceGetAttribute(ctypes.byref(minor), _CU_COMPUTE_CAPABILITY[1], dev) != 0):
+        return None
+    return f"sm_{major.value}{minor.value}"
+
+
+def _runs_on(arch: str, fmt: str, device: str) -> bool:
+    """Whether code for ``arch`` in format ``fmt`` runs on a ``device`` chip."""
+    want, have = int(arch[3:].rstrip("a")), int(device[3:])
+    if arch.endswith("a"):
+        return want == have
+    if fmt == "isa":
+        return have >= want  # PTX is compiled for the device by the driver
+    return have // 10 == want // 10 and have >= want  # cubin: same major, minor at least
+
+
+class CudaModule(RuntimeModule):
+    """A module built for CUDA: host functions (JIT) plus kernels in ``gpu.binary`` ops.
+
+    ``get_source`` adds ``"ptx"`` (the kernels' PTX), ``"gpu"`` (the IR after mapping to
+    ``gpu.launch``), ``"gpu-outlined"`` (``gpu.func`` kernels, ``gpu.launch_func`` calls)
+    and ``"nvvm"`` (the kernels in the NVVM/LLVM dialect).
+    """
+
+    def __init__(self, *, engine: ExecutionEngine | None, signatures: dict[str, FuncSignature],
+                 lowered: ir.Module, source: str, cuda: CudaTarget, snapshots: dict[str, str],
+                 unavailable: str | None):
+        super().__init__(engine=engine, signatures=signatures, lowered=lowered, source=source,  # type: ignore[arg-type]
+                         target=str(cuda))
+        self.cuda = cuda
+        self._snapshots = snapshots
+        self._unavailable = unavailable
+        self._ptx: str | None = None
+
+    def __getitem__(self, name: str) -> CompiledFunction:
+        if self._unavailable is None:
+            return super().__getitem__(name)
+        if name not in self.signatures:
+            return super().__getitem__(name)  # raises the unknown-function error
+
+        def unavailable(_packed: object) -> None:
+            raise RuntimeError_(self._unavailable)
+
+        return CompiledFunction(self, self.signatures[name], unavailable)
+
+    def get_source(self, fmt: str = "ptx") -> str:
+        """``"ptx"``, ``"gpu"``, ``"gpu-outlined"``, ``"nvvm"``, or the host code:
+        ``"mlir"`` (input), ``"llvm-dialect"``, ``"llvm"``, ``"asm"``."""
+        if fmt == "ptx":
+            if self._ptx is None:
+                self._ptx = _ptx_of(self._snapshots["device"], self.cuda)
+            return self._ptx
+        if fmt in _SNAPSHOTS:
+            return self._snapshots[_SNAPSHOTS[fmt]]
+        if fmt not in ("mlir", "llvm-dialect", "llvm", "ll", "asm", "s"):
+            raise MlcError(f"get_source: unknown format {fmt!r}; use 'ptx', {', '.join(map(repr, _SNAPSHOTS))}, "
+                           "'mlir', 'llvm-dialect', 'llvm' or 'asm'")
+        return super().get_source(fmt)
+
+
+def _ptx_of(device_ir: str, cuda: CudaTarget) -> str:
+    """Run ``gpu-module-to-binary{format=isa}`` on a copy of the lowered module; join the PTX."""
+    with mlc_context():
+        module = ir.Module.parse(device_ir)
+        run_pipeline(module, f"gpu-module-to-binary{{{cuda.binary_options('isa')}}}", stage="ptx")
+        parts = []
+        for op in module.body.operations:
+            if op.operation.name == "gpu.binary":
+                name = ir.StringAttr(op.operation.attributes["sym_name"]).value
+                for obj in ir.ArrayAttr(op.operation.attributes["objects"]):
+                    text = bytes(gpu.ObjectAttr(obj).object).decode()
+                    parts.append(f"// gpu.binary @{name}\n{text}")
+    return "\n".join(parts)
+
+
+def _unavailable_reason(cuda: CudaTarget) -> str | None:
+    if cuda_driver() is None:
+        return NO_DRIVER
+    device = device_arch()
+    if device is None:
+        return "the CUDA driver found no usable GPU (cuInit/cuDeviceGet failed): CUDA functions can be " \
+               "compiled (get_source('ptx')) but not run here"
+    if not _runs_on(cuda.arch, cuda.format, device):
+        return (f"the kernels were compiled for {cuda.arch} but GPU 0 is {device}: build with "
+                f"target='cuda -arch={device}'")
+    return None
+
+
+def jit_host(lowered: ir.Module, *, opt_level: int, shared_libs: Sequence[str]) -> ExecutionEngine:
+    """JIT the lowered host module (kernels embedded as ``gpu.binary``); not initialized.
+
+    Raises:
+        BuildError: LLVM translation or JIT compilation failed.
+    """
+    with mlc_context():
+        try:
+            return ExecutionEngine(lowered, opt_level=opt_level, shared_libs=list(shared_libs))
+        except (RuntimeError, ir.MLIRError) as exc:
+            raise BuildError(f"JIT compilation of the CUDA host code failed: {exc}") from None
+
+
+def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: int = 3,
+               print_after_all: bool = False) -> CudaModule:
+    """Compile the bound tensor programs of ``mod`` for a CUDA GPU (see the module docstring).
+
+    Args:
+        mod: tensor programs whose loop nests are bound with ``sch.bind`` (every
+            computation inside a ``blockIdx`` loop, usually with ``threadIdx`` inside).
+        target: ``"cuda"`` or ``"cuda -arch=sm_XX"``.
+        arch: the chip (``"sm_90"``); default: ``-arch=``, else GPU 0's chip when one is
+            present and supported, else ``sm_90``.
+        opt_level: optimisation level for NVVM and the host JIT (0-3).
+        print_after_all: print the IR after each stage to stderr.
+
+    Raises:
+        BuildError: unknown option or chip, an unbound computation, an unsupported
+            construct (named in the message), or a failing stage (``LoweringError``).
+    """
+    if not 0 <= opt_level <= 3:
+        raise BuildError(f"opt_level must be 0..3, got {opt_level}")
+    if arch is None and "-arch=" not in target and device_arch() in ARCH_PTX_FEATURES:
+        arch = device_arch()
+    cuda = parse_cuda_target(target, arch=arch)
+    work = mod.clone()
+    source = work.script()
+    module = work.mlir_module
+    snapshots: dict[str, str] = {}
+    with mlc_context():
+        run_pipeline(module, "inline", stage="inline")
+        signatures = to_memref_abi(module)
+        if not signatures:
+            raise BuildError("the module has no public function to compile")
+        for stage in cuda_stages(cuda, signatures, opt_level=opt_level):
+            run_stages(module, [stage], print_after_all=print_after_all)
+            if stage.name in _SNAPSHOTS.values():
+                snapshots[stage.name] = str(module)
+    unavailable = _unavailable_reason(cuda)
+    engine = None
+    if unavailable is None:
+        engine = jit_host(module, opt_level=opt_level, shared_libs=[
+            mlir_lib("libmlir_cuda_runtime.so"), mlir_lib("libmlir_c_runner_utils.so")])
+        engine.initialize()
+    elif print_after_all:
+        print(f"// cuda: compiled only ({unavailable})", file=sys.stderr)
+    return CudaModule(engine=engine, signatures=signatures, lowered=module, source=source, cuda=cuda,
+                      snapshots=snapshots, unavailable=unavailable)
