@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 import mlc_mlir as mlc
 from mlc_mlir.build.passes import memref_abi
 from mlc_mlir.build.pipeline import openmp_lib
+from matmul_schedules import blocked_schedule, primitive_schedule
 
 HERE = Path(__file__).resolve().parent
 
@@ -53,43 +54,6 @@ def scheduled(mod: mlc.Module, script: str) -> mlc.Module:
     mod = mod.clone()
     memref_abi(mod)
     return mlc.schedule.apply_transform_script(mod, (HERE / "schedules" / script).read_text())
-
-
-def primitive_schedule(mod: mlc.Module) -> mlc.Schedule:
-    """8x32 register tile of block ``Y``: rows split by 8 (unrolled), columns by 32
-    (vectorized), k by 256; the 8-row blocks run in parallel."""
-    sch = mlc.Schedule(mod)
-    b = sch.get_block("Y")
-    i, j, k = sch.get_loops(b)
-    i0, i1 = sch.split(i, [None, 8])
-    j0, j1 = sch.split(j, [None, 32])
-    k0, k1 = sch.split(k, [None, 256])
-    sch.reorder(i0, j0, k0, k1, i1, j1)
-    sch.parallel(i0)
-    sch.vectorize(j1)
-    sch.unroll(i1)
-    sch.decompose_reduction(b, k0)
-    return sch
-
-
-def blocked_schedule(mod: mlc.Module) -> mlc.Schedule:
-    """The same 8x32 register tile inside cache blocks: 256-row blocks in parallel, k by
-    256, and the 256x32 tile of B that 32 register tiles share copied into a local
-    (contiguous) buffer, ``cache_read`` + ``compute_at``, 32 floats at a time."""
-    sch = mlc.Schedule(mod)
-    b = sch.get_block("Y")
-    i, j, k = sch.get_loops(b)
-    i0, i1, i2 = sch.split(i, [None, 32, 8])
-    j0, j1 = sch.split(j, [None, 32])
-    k0, k1 = sch.split(k, [None, 256])
-    sch.reorder(i0, k0, j0, i1, k1, i2, j1)
-    sch.parallel(i0)
-    sch.vectorize(j1)
-    sch.unroll(i2)
-    b_local = sch.cache_read(b, 1, "local")
-    sch.compute_at(b_local, j0)
-    sch.vectorize(sch.get_loops(b_local)[-1])
-    return sch
 
 
 def gflops(n: int, seconds: float) -> float:

@@ -8,8 +8,14 @@ loop.
 """
 
 import re
+import sys
+from pathlib import Path
 
 import mlc_mlir as mlc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import matmul_schedules  # noqa: E402
+from matmul_schedules import primitive_schedule  # noqa: E402
 
 from _schedule_util import check_matmul, matmul
 
@@ -17,38 +23,14 @@ N = 256
 
 
 def register_tile_schedule(n: int = N) -> mlc.Schedule:
-    """The register-tile schedule of benchmarks/bench_matmul.py (block ``C`` here)."""
-    sch = mlc.Schedule(matmul(n))
-    b = sch.get_block("C")
-    i, j, k = sch.get_loops(b)
-    i0, i1 = sch.split(i, [None, 8])
-    j0, j1 = sch.split(j, [None, 32])
-    k0, k1 = sch.split(k, [None, 256])
-    sch.reorder(i0, j0, k0, k1, i1, j1)
-    sch.parallel(i0)
-    sch.vectorize(j1)
-    sch.unroll(i1)
-    sch.decompose_reduction(b, k0)
-    return sch
+    """``primitive_schedule`` of benchmarks/matmul_schedules.py on block ``C``."""
+    return primitive_schedule(matmul(n), block="C")
 
 
 def blocked_schedule(n: int = N, *, vectorize_copy: bool = False) -> mlc.Schedule:
-    """The blocked schedule of benchmarks/bench_matmul.py: 64-row blocks, B tiles cached."""
-    sch = mlc.Schedule(matmul(n))
-    b = sch.get_block("C")
-    i, j, k = sch.get_loops(b)
-    i0, i1, i2 = sch.split(i, [None, 8, 8])
-    j0, j1 = sch.split(j, [None, 32])
-    k0, k1 = sch.split(k, [None, 128])
-    sch.reorder(i0, k0, j0, i1, k1, i2, j1)
-    sch.parallel(i0)
-    sch.vectorize(j1)
-    sch.unroll(i2)
-    b_local = sch.cache_read(b, 1, "local")
-    sch.compute_at(b_local, j0)
-    if vectorize_copy:
-        sch.vectorize(sch.get_loops(b_local)[-1])
-    return sch
+    """``blocked_schedule`` of benchmarks/matmul_schedules.py at 256: 64-row blocks, k by 128."""
+    return matmul_schedules.blocked_schedule(matmul(n), block="C", row_tiles=8, k_block=128,
+                                             vectorize_copy=vectorize_copy)
 
 
 def ir_after_stage(mod: mlc.Module, stage: str, capsys) -> tuple[str, object]:
