@@ -8,7 +8,7 @@ Stages (names as shown by ``build(..., print_after_all=True)``):
 ``simplify``          canonicalize + CSE (the CPU stage)
 ``map-to-gpu``        checks, nested-forall merging, ``map_forall_to_blocks`` +
                       ``map_nested_forall_to_threads`` (:mod:`.gpu_mapping`)
-``device-memory``     host arrays copied to ``gpu.alloc`` buffers and back
+``device-memory``     host buffers -> ``gpu.alloc`` (arguments are device pointers)
 ``loops``/``vectors`` linalg/vector ops inside kernels to loops (the CPU stages)
 ``outline``           ``gpu-launch-sink-index-computations``, ``gpu-kernel-outlining``,
                       ``gpu-async-region`` (host gpu ops ordered on one stream)
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref
+from mlir.dialects import gpu
 
 from ..errors import BuildError
 from .abi import FuncSignature, public_functions
@@ -131,17 +131,6 @@ def _is_identity(mtype: ir.MemRefType) -> bool:
     return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mtype.rank)
 
 
-def _dynamic_sizes(value: ir.Value) -> tuple[list[ir.Value], list[ir.Operation]]:
-    mtype = ir.MemRefType(value.type)
-    sizes, ops = [], []
-    for d in range(mtype.rank):
-        if mtype.is_dynamic_dim(d):
-            dim = memref.DimOp(value, arith.ConstantOp(ir.IndexType.get(), d))
-            sizes.append(dim.result)
-            ops.append(dim.operation)
-    return sizes, ops
-
-
 def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
     """Host ``memref.alloc`` -> ``gpu.alloc`` (``memref.dealloc`` dropped: all device buffers
     are freed before the return); host ``memref.copy`` -> ``gpu.memcpy``."""
@@ -171,36 +160,21 @@ def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
 
 
 def device_buffers(module: ir.Module, signatures: Mapping[str, FuncSignature]) -> None:
-    """Host code of every public function works on device copies of its arguments.
+    """Host code of every public function works on device memory.
 
-    Each memref argument gets a ``gpu.alloc`` buffer filled by ``gpu.memcpy`` on entry;
-    outputs (every argument of a memref-form function) are copied back before the
-    return; host buffers (``memref.alloc``) become ``gpu.alloc``; all are freed.
+    Its memref arguments are device pointers (the caller passes CUDA arrays, or copies
+    host arrays in and out: :mod:`.cuda_call`); host buffers (``memref.alloc``) become
+    ``gpu.alloc`` buffers, freed before the return; host copies become ``gpu.memcpy``.
     """
     for fn in public_functions(module):
         name = ir.StringAttr(fn.attributes["sym_name"]).value
-        sig = signatures[name]
+        if name not in signatures:
+            raise BuildError(f"internal: no signature for public function @{name}")
         block = fn.regions[0].blocks[0]
         ret = block.operations[len(block.operations) - 1].operation
         buffers = _host_buffers(block, name)
-        copy_back = [a.is_output for a in sig.args]
-        if not any(copy_back):
-            copy_back = [True] * len(sig.args)
-        device = []
-        first = block.operations[0].operation
-        for arg in list(block.arguments):
-            mtype = ir.MemRefType(arg.type)
-            with ir.InsertionPoint(first):
-                sizes, dim_ops = _dynamic_sizes(arg)
-                alloc = gpu.AllocOp(ir.MemRefType.get(mtype.shape, mtype.element_type), None, [], sizes, [])
-                copy = gpu.MemcpyOp(None, [], alloc.memref, arg)
-            arg.replace_all_uses_except(alloc.memref, [copy.operation, *dim_ops])
-            device.append(alloc.memref)
         with ir.InsertionPoint(ret):
-            for arg, dev, back in zip(block.arguments, device, copy_back):
-                if back:
-                    gpu.MemcpyOp(None, [], arg, dev)
-            for buf in device + buffers:
+            for buf in buffers:
                 gpu.DeallocOp(None, [], buf)
 
 

@@ -88,7 +88,12 @@ class NDArray:
 
 
 def array(data: Any, device: Device | None = None) -> NDArray:
-    """Copy ``data`` (NumPy array, list, or anything with ``__dlpack__``) into a new NDArray."""
+    """Copy ``data`` (NumPy array, list, or anything with ``__dlpack__``) into a new NDArray
+    (a :class:`~mlc_mlir.runtime.cuda_device.CudaNDArray` on ``mlc.cuda(i)``)."""
+    if isinstance(device, Device) and device.kind == "cuda":
+        from .cuda_device import cuda_array
+
+        return cuda_array(np.ascontiguousarray(as_numpy(data)), device)
     return NDArray(np.array(as_numpy(data), copy=True), device)
 
 
@@ -100,6 +105,10 @@ def empty(shape: tuple[int, ...] | list[int], dtype: str = "float32", device: De
         raise RuntimeError_(f"empty: unknown dtype {dtype!r}") from None
     if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
         raise RuntimeError_(f"empty: shape must be non-negative ints, got {tuple(shape)}")
+    if isinstance(device, Device) and device.kind == "cuda":
+        from .cuda_device import cuda_empty
+
+        return cuda_empty(tuple(int(d) for d in shape), np_dtype, device)
     return NDArray(np.empty(tuple(int(d) for d in shape), np_dtype), device)
 
 
@@ -109,6 +118,11 @@ def as_numpy(value: Any) -> np.ndarray:
         return value._data
     if isinstance(value, np.ndarray):
         return value
+    from .cuda_device import is_cuda_array
+
+    if is_cuda_array(value):
+        raise RuntimeError_(f"a {type(value).__name__} on a CUDA device was given where host memory is "
+                            "needed: copy it to the host (.numpy() / .cpu()) or run a CUDA build")
     if hasattr(value, "__dlpack__"):
         try:
             return np.from_dlpack(value)

@@ -40,8 +40,9 @@ def test_vector_add_launch_structure(vadd_rt):
     assert "scf.forall" not in mapped
     assert "gpu.launch blocks" in mapped and "gpu.block_id  x" in mapped and "gpu.thread_id  x" in mapped
     host = vadd_rt.get_source("llvm-dialect")
-    for call in ("mgpuMemAlloc", "mgpuMemcpy", "mgpuMemFree", "mgpuStreamSynchronize"):
-        assert f"llvm.call @{call}" in host
+    assert "llvm.call @mgpuStreamSynchronize" in host
+    for call in ("mgpuMemAlloc", "mgpuMemcpy"):  # the arguments are device pointers: no copies
+        assert f"llvm.call @{call}" not in host
     assert "gpu.launch_func" in host and "gpu.binary @main_kernel" in host
     llvm_ir = vadd_rt.get_source("llvm")
     # grid (8, 1, 1), block (128, 1, 1): the bound loops' trip counts
