@@ -35,7 +35,7 @@ from .abi import FuncSignature, to_memref_abi
 from .cuda_call import CudaFunction, cuda_time_evaluator
 from .executable import ProfileResult, RuntimeModule
 from .gpu_pipeline import ARCH_PTX_FEATURES, CudaTarget, cuda_stages, parse_cuda_target
-from .pipeline import mlir_lib, run_pipeline, run_stages
+from .pipeline import Stage, mlir_lib, run_pipeline, run_stages
 
 __all__ = ["build_cuda", "CudaModule", "cuda_driver", "device_arch", "NO_DRIVER"]
 
@@ -182,7 +182,7 @@ def jit_host(lowered: ir.Module, *, opt_level: int, shared_libs: Sequence[str]) 
 
 
 def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: int = 3,
-               print_after_all: bool = False) -> CudaModule:
+               print_after_all: bool = False, extra_stages: list[Stage] | None = None) -> CudaModule:
     """Compile the bound tensor programs of ``mod`` for a CUDA GPU (see the module docstring).
 
     Args:
@@ -193,6 +193,7 @@ def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: 
             present and supported, else ``sm_90``.
         opt_level: optimisation level for NVVM and the host JIT (0-3).
         print_after_all: print the IR after each stage to stderr.
+        extra_stages: stages run before the ABI rewrite (graph builds: inlining).
 
     Raises:
         BuildError: unknown option or chip, an unbound computation, an unsupported
@@ -208,6 +209,8 @@ def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: 
     module = work.mlir_module
     snapshots: dict[str, str] = {}
     with mlc_context():
+        if extra_stages:
+            run_stages(module, extra_stages, print_after_all=print_after_all)
         run_pipeline(module, "inline", stage="inline")
         signatures = to_memref_abi(module)
         if not signatures:

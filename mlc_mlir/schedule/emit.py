@@ -201,6 +201,11 @@ class _FuncEmitter:
                 handle = op.transformed
                 self.loop_h[path[i]] = list(op.loops)[0]
                 self.loop_names[path[i]] = loop.name
+                if loop.kind == "bound":  # structured.fuse makes foralls without a mapping
+                    axis, dim = loop.thread.split(".")
+                    mapping = ir.ArrayAttr.get([ir.Attribute.parse(GPU_MAPPING[axis].format(dim))])
+                    param = transform.ParamConstantOp(transform.AnyParamType.get(), mapping).param
+                    transform.AnnotateOp(self.loop_h[path[i]], "mapping", param=param)
             start = level
         end = len(path) - st.implicit_suffix(block)
         self.emitted.add(block.name)
