@@ -41,7 +41,7 @@ from ..context import diagnostics_text
 from ..errors import BuildError, LoweringError
 
 __all__ = ["Kernel", "drop_self_copies", "find_kernels", "merge_bound_loops", "place_kernel_buffers",
-           "map_kernels", "MAX_THREADS_PER_BLOCK"]
+           "map_kernels", "MAX_THREADS_PER_BLOCK", "trip_counts"]
 
 MAX_THREADS_PER_BLOCK = 1024
 _MAX_BLOCK = {"x": 1024, "y": 1024, "z": 64}
@@ -174,7 +174,8 @@ def _bounds(op: ir.Operation) -> list[_Dim]:
     return dims
 
 
-def _trip_counts(op: ir.Operation) -> list[int]:
+def trip_counts(op: ir.Operation) -> list[int]:
+    """Trip counts of a bound forall (static, or a partial tile's full count)."""
     return [d.count for d in _bounds(op)]
 
 
@@ -387,7 +388,7 @@ def merge_bound_loops(roots: list[ir.Operation]) -> list[Kernel]:
 
 def _sizes(op: ir.Operation, kind: str, limits: dict[str, int]) -> tuple[int, int, int]:
     size = {"x": 1, "y": 1, "z": 1}
-    for (_, dim), count in zip(_mapping(op), _trip_counts(op)):
+    for (_, dim), count in zip(_mapping(op), trip_counts(op)):
         if count > limits[dim]:
             raise BuildError(f"{_AXIS[kind]}.{dim} of loop {_loop_name(op)!r} has {count} iterations; CUDA "
                              f"allows at most {limits[dim]}")

@@ -12,6 +12,8 @@ Stages (names as shown by ``build(..., print_after_all=True)``):
 ``loops``/``vectors`` linalg/vector ops inside kernels to loops (the CPU stages)
 ``outline``           ``gpu-launch-sink-index-computations``, ``gpu-kernel-outlining``,
                       ``gpu-async-region`` (host gpu ops ordered on one stream)
+``drop-host-shared``  shared-memory globals removed from the host module (outlining
+                      copied them into the kernels' ``gpu.module``)
 ``common``            the common part of upstream ``gpu-lower-to-nvvm-pipeline``
                       (``nvvm-attach-target{chip, features, O}``)
 ``device``            ``gpu.module(convert-gpu-to-nvvm)``
@@ -39,7 +41,9 @@ from mlir.dialects import gpu
 
 from ..errors import BuildError
 from .abi import FuncSignature, public_functions
-from .gpu_mapping import drop_self_copies, find_kernels, map_kernels, merge_bound_loops, place_kernel_buffers
+from .gpu_mapping import (drop_self_copies, find_kernels, map_kernels, merge_bound_loops, place_kernel_buffers,
+                          trip_counts)
+from .gpu_shared import drop_host_shared_globals, promote_shared_copies
 from .pipeline import Stage, cpu_stages
 
 __all__ = ["CudaTarget", "ARCH_PTX_FEATURES", "parse_cuda_target", "cuda_toolkit", "cuda_stages",
@@ -122,6 +126,7 @@ def map_to_gpu(module: ir.Module) -> None:
     """Check the bound loop nests of every public function and map them to ``gpu.launch``."""
     drop_self_copies(module)
     kernels = merge_bound_loops(find_kernels(public_functions(module)))
+    promote_shared_copies(module, kernels, trip_counts)
     place_kernel_buffers(kernels)
     map_kernels(module, kernels)
 
@@ -199,6 +204,7 @@ def cuda_stages(target: CudaTarget, signatures: Mapping[str, FuncSignature], *,
         _cpu_stage("vectors"),
         Stage("outline", "canonicalize,cse,gpu-launch-sink-index-computations,gpu-kernel-outlining,"
                          "func.func(gpu-async-region)"),
+        Stage("drop-host-shared", drop_host_shared_globals),
         Stage("common", ",".join([
             "convert-nvgpu-to-nvvm", "convert-vector-to-scf", "convert-scf-to-cf", "convert-nvvm-to-llvm",
             "convert-func-to-llvm", "expand-strided-metadata",

@@ -1,0 +1,342 @@
+"""``cache_read(..., "shared")`` copies -> workgroup (shared) memory, fetched by the whole
+thread block, with the barriers they need.
+
+As in TVM, a cache in ``"shared"`` scope covers the region that *all threads of a block*
+read: the thread-bound loops around the copy are relaxed. The schedule places the copy
+at a loop inside the thread loops (``compute_at(A_shared, k0)``), so after bufferization
+each thread copies its own tile::
+
+    scf.forall (%ty, %tx) in (8, 8) {                       // threads
+      scf.for %k0 ... {
+        %a = memref.subview %A[%by * 64 + %ty * 8, %k0] [8, 8] [1, 1]
+        %t = memref.alloc() : memref<8x8xf32>
+        linalg.copy {mlc.scope = "shared"} ins(%a) outs(%t)
+        ... reads %t ...
+
+This stage computes the union of those tiles over the thread indices (``ty * 8`` for ty
+in [0, 8) gives rows [0, 64)), allocates it once per block in workgroup memory
+(``memref.global`` in ``#gpu.address_space<workgroup>``, PTX ``.shared``), and rewrites
+the copy into a cooperative fetch followed by the per-thread view::
+
+        gpu.barrier                                          // readers of the last tile are done
+        scf.for %e = %tid to %c512 step %nthreads {          // all threads share the copy
+          memref.store (memref.load %A[%by * 64 + %e / 8, %k0 + %e mod 8]), %S[%e / 8, %e mod 8]
+        }
+        gpu.barrier                                          // the tile is complete
+        %t = memref.subview %S[%ty * 8, 0] [8, 8] [1, 1]     // this thread's part
+        ... reads %t ...
+
+The threads of the block must all reach the copy (no partial thread tile around it:
+barriers in divergent code are undefined behaviour); offsets must be sums of a part that
+depends on the thread indices only and a part that does not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref, scf
+from mlir.dialects import vector as vector_dialect
+
+from ..errors import BuildError
+
+__all__ = ["promote_shared_copies", "drop_host_shared_globals", "SHARED_SPACE"]
+
+SHARED_SPACE = "#gpu.address_space<workgroup>"
+_MAX_ENUMERATION = 1 << 16
+
+
+def _collect_shared_copies(root: ir.Operation) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if (op.name == "linalg.copy" and "mlc.scope" in op.attributes
+                and ir.StringAttr(op.attributes["mlc.scope"]).value == "shared"):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def _block_name(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes["mlc.block"]).value if "mlc.block" in op.attributes else "<copy>"
+
+
+def _thread_ivs(copy: ir.Operation, root: ir.Operation, counts_of) -> dict[ir.Value, int]:
+    """The induction variables of the thread foralls around ``copy`` -> trip counts."""
+    ivs: dict = {}
+    parent = copy.parent
+    while parent is not None and parent.operation != root:
+        op = parent.operation
+        if op.name == "scf.if":
+            raise BuildError(f"shared copy {_block_name(copy)!r} sits under a condition (a partial thread or "
+                             "loop tile): every thread of the block must reach its barriers; use tile "
+                             "sizes that divide the extents")
+        if op.name == "scf.forall" and "mapping" in op.attributes and "thread" in str(op.attributes["mapping"]):
+            for arg, count in zip(op.regions[0].blocks[0].arguments, counts_of(op)):
+                ivs[arg] = count
+        parent = parent.parent
+    return ivs
+
+
+def _terms(expr: ir.AffineExpr) -> list[ir.AffineExpr]:
+    expr = expr.maybe_downcast()
+    if isinstance(expr, ir.AffineAddExpr):
+        return _terms(expr.lhs) + _terms(expr.rhs)
+    return [expr]
+
+
+def _positions(expr: ir.AffineExpr, n_dims: int) -> set[int]:
+    """Operand positions (dims, then symbols after ``n_dims``) that ``expr`` uses."""
+    expr = expr.maybe_downcast()
+    if isinstance(expr, ir.AffineDimExpr):
+        return {expr.position}
+    if isinstance(expr, ir.AffineSymbolExpr):
+        return {n_dims + expr.position}
+    if isinstance(expr, ir.AffineBinaryExpr):
+        return _positions(expr.lhs, n_dims) | _positions(expr.rhs, n_dims)
+    return set()
+
+
+def _evaluate(expr: ir.AffineExpr, values: list[int], n_dims: int) -> int:
+    expr = expr.maybe_downcast()
+    if isinstance(expr, ir.AffineConstantExpr):
+        return expr.value
+    if isinstance(expr, ir.AffineDimExpr):
+        return values[expr.position]
+    if isinstance(expr, ir.AffineSymbolExpr):
+        return values[n_dims + expr.position]
+    a, b = _evaluate(expr.lhs, values, n_dims), _evaluate(expr.rhs, values, n_dims)
+    if isinstance(expr, ir.AffineAddExpr):
+        return a + b
+    if isinstance(expr, ir.AffineMulExpr):
+        return a * b
+    if isinstance(expr, ir.AffineModExpr):
+        return a % b
+    if isinstance(expr, ir.AffineFloorDivExpr):
+        return a // b
+    return -(-a // b)  # ceildiv
+
+
+class _Offset:
+    """One offset of the per-thread tile: ``rest + thread_part`` with the thread part's range."""
+
+    def __init__(self, lo: int, hi: int, build_rest):
+        self.lo, self.hi, self.build_rest = lo, hi, build_rest
+
+
+def _split_offset(value: ir.Value | int, ivs: dict, name: str) -> _Offset:
+    if isinstance(value, int):
+        return _Offset(0, 0, lambda: value)
+    if value in ivs:
+        return _Offset(0, ivs[value] - 1, lambda: 0)
+    owner = value.owner
+    if not isinstance(owner, ir.Block) and owner.operation.name == "affine.apply":
+        op = owner.operation
+        amap = ir.AffineMapAttr(op.attributes["map"]).value
+        operands = list(op.operands)
+        thread_pos = {i for i, v in enumerate(operands) if v in ivs}
+        if not thread_pos:
+            return _Offset(0, 0, lambda: value)
+        n_dims = amap.n_dims
+        thread_terms, rest_terms = [], []
+        for term in _terms(amap.results[0]):
+            used = _positions(term, n_dims)
+            if used and used <= thread_pos:
+                thread_terms.append(term)
+            elif used & thread_pos:
+                raise BuildError(f"shared copy {name!r}: offset {amap} mixes thread indices with other "
+                                 "values in one term; its region over the thread block cannot be computed")
+            else:
+                rest_terms.append(term)
+        order = sorted(thread_pos)
+        ranges = [range(ivs[operands[i]]) for i in order]
+        if math.prod(len(r) for r in ranges) > _MAX_ENUMERATION:
+            raise BuildError(f"shared copy {name!r}: too many thread indices to relax its region")
+        values = [0] * len(operands)
+        seen = []
+        for combo in itertools.product(*ranges):
+            for i, v in zip(order, combo):
+                values[i] = v
+            seen.append(sum(_evaluate(t, values, n_dims) for t in thread_terms))
+
+        def build_rest() -> ir.Value | int:
+            if not rest_terms:
+                return 0
+            expr = rest_terms[0]
+            for t in rest_terms[1:]:
+                expr = expr + t
+            rest_map = ir.AffineMap.get(n_dims, amap.n_symbols, [expr])
+            from mlir.dialects import affine
+
+            return affine.AffineApplyOp(rest_map, operands).result
+
+        return _Offset(min(seen), max(seen), build_rest)
+    return _Offset(0, 0, lambda: value)
+
+
+def _index(v: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), v).result
+
+
+def _as_value(v: ir.Value | int) -> ir.Value:
+    return _index(v) if isinstance(v, int) else v
+
+
+def _subview_parts(src: ir.Value, name: str) -> tuple[ir.Value, list, list[int]]:
+    """``(base, offsets, sizes)`` of the copy's source: a unit-stride subview, or a whole buffer."""
+    owner = src.owner
+    mtype = ir.MemRefType(src.type)
+    if isinstance(owner, ir.Block) or owner.operation.name != "memref.subview":
+        return src, [0] * mtype.rank, list(mtype.shape)
+    op = owner.operation
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    static_offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+    static_sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    static_strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    if any(s != 1 for s in static_strides) or ir.ShapedType.get_dynamic_size() in static_sizes:
+        raise BuildError(f"shared copy {name!r}: its source must be a static, unit-stride tile")
+    if len(static_sizes) != mtype.rank:
+        raise BuildError(f"shared copy {name!r}: rank-reducing source views are not supported")
+    dyn = iter(list(op.operands)[1:])
+    offsets = [next(dyn) if o == dynamic else o for o in static_offsets]
+    return op.operands[0], offsets, static_sizes
+
+
+def _retype_views(value: ir.Value, space: ir.Attribute) -> None:
+    """Subviews of a buffer that moved to shared memory: strided layout, same space."""
+    for use in list(value.uses):
+        user = use.owner
+        if user.name != "memref.subview" or use.operand_number != 0:
+            continue
+        old = ir.MemRefType(user.results[0].type)
+        src = ir.MemRefType(value.type)
+        strides, _ = src.get_strides_and_offset()
+        sub_strides = list(ir.DenseI64ArrayAttr(user.attributes["static_strides"]))
+        if len(sub_strides) != len(strides) or old.rank != src.rank:
+            raise BuildError("a rank-reducing view of a shared-memory tile is not supported")
+        layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(),
+                                          [a * b for a, b in zip(strides, sub_strides)])
+        user.results[0].set_type(ir.MemRefType.get(old.shape, old.element_type, layout, space))
+        _retype_views(user.results[0], space)
+
+
+def _global(module: ir.Module, shape: list[int], elem: ir.Type, space: ir.Attribute, index: int) -> str:
+    name = f"__mlc_shared_{index}"
+    with ir.InsertionPoint.at_block_begin(module.body):
+        memref.GlobalOp(sym_name=name, type_=ir.MemRefType.get(shape, elem, None, space),
+                        sym_visibility="private", initial_value=ir.UnitAttr.get(), alignment=16)
+    return name
+
+
+def _linear_thread_id(block: tuple[int, int, int]) -> ir.Value:
+    dims = [gpu.ThreadIdOp(gpu.Dimension.x).result, gpu.ThreadIdOp(gpu.Dimension.y).result,
+            gpu.ThreadIdOp(gpu.Dimension.z).result]
+    tid = dims[0]
+    if block[1] > 1 or block[2] > 1:
+        tid = arith.AddIOp(tid, arith.MulIOp(dims[1], _index(block[0])).result).result
+    if block[2] > 1:
+        tid = arith.AddIOp(tid, arith.MulIOp(dims[2], _index(block[0] * block[1])).result).result
+    return tid
+
+
+def _cooperative_copy(base: ir.Value, offsets: list[ir.Value], shared: ir.Value, shape: list[int],
+                      block: tuple[int, int, int], vector: int) -> None:
+    """All threads of the block copy ``base[offsets + idx]`` into ``shared[idx]``: chunk ``c``
+    (``vector`` consecutive elements of the innermost dim) by thread ``c mod nthreads``;
+    barriers before and after."""
+    gpu.BarrierOp()
+    total, nthreads = math.prod(shape) // vector, math.prod(block)
+    loop = scf.ForOp(_linear_thread_id(block), _index(total), _index(nthreads))
+    with ir.InsertionPoint(loop.body):
+        rest, idx = loop.induction_variable, []
+        for d, size in reversed(list(enumerate(shape))):
+            size = size // vector if d == len(shape) - 1 else size
+            idx.insert(0, arith.RemUIOp(rest, _index(size)).result)
+            rest = arith.DivUIOp(rest, _index(size)).result
+        if vector > 1:
+            idx[-1] = arith.MulIOp(idx[-1], _index(vector)).result
+        src_idx = [arith.AddIOp(o, i).result for o, i in zip(offsets, idx)]
+        elem = ir.MemRefType(shared.type).element_type
+        if vector > 1:
+            vtype = ir.VectorType.get([vector], elem)
+            vector_dialect.StoreOp(vector_dialect.LoadOp(vtype, base, src_idx).result, shared, idx)
+        else:
+            memref.StoreOp(memref.LoadOp(base, src_idx).result, shared, idx)
+        scf.YieldOp([])
+    gpu.BarrierOp()
+
+
+def _promote(module: ir.Module, copy: ir.Operation, root: ir.Operation, block: tuple[int, int, int],
+             counts_of, index: int) -> None:
+    name = _block_name(copy)
+    src, dst = copy.operands[0], copy.operands[1]
+    alloc = dst.owner
+    if isinstance(alloc, ir.Block) or alloc.operation.name not in ("memref.alloc", "memref.alloca"):
+        raise BuildError(f"shared copy {name!r} does not write a buffer of its own")
+    dtype = ir.MemRefType(dst.type)
+    if not dtype.has_static_shape:
+        raise BuildError(f"shared copy {name!r}: its tile {dtype} has a dynamic shape; shared memory needs "
+                         "static tiles (split by factors that divide the extents)")
+    base, offsets, sizes = _subview_parts(src, name)
+    ivs = _thread_ivs(copy, root, counts_of)
+    parts = [_split_offset(o, ivs, name) for o in offsets]
+    shape = [s + p.hi - p.lo for s, p in zip(sizes, parts)]
+    space = ir.Attribute.parse(SHARED_SPACE)
+    sym = _global(module, shape, dtype.element_type, space, index)
+    with ir.InsertionPoint(copy), copy.location:
+        shared = memref.GetGlobalOp(ir.MemRefType.get(shape, dtype.element_type, None, space), sym).result
+        region = []
+        for p in parts:
+            rest = p.build_rest()
+            start = _as_value(rest) if p.lo == 0 else arith.AddIOp(_as_value(rest), _index(p.lo)).result
+            region.append(start)
+        vector = ir.IntegerAttr(copy.attributes["mlc.vector"]).value if "mlc.vector" in copy.attributes else 1
+        if shape[-1] % vector:
+            vector = 1  # the tile's rows are not whole vectors: scalar fetch
+        _cooperative_copy(base, region, shared, shape, block, vector)
+        local = [arith.SubIOp(_as_value(o), r).result for o, r in zip(offsets, region)]
+        view = memref.SubViewOp(
+            ir.MemRefType.get(sizes, dtype.element_type,
+                              ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(),
+                                                       [math.prod(shape[d + 1:]) for d in range(len(shape))]),
+                              space),
+            shared, local, [], [], ir.DenseI64ArrayAttr.get([ir.ShapedType.get_dynamic_stride_or_offset()] * len(sizes)),
+            ir.DenseI64ArrayAttr.get(sizes), ir.DenseI64ArrayAttr.get([1] * len(sizes))).result
+    copy.erase()
+    for use in list(dst.uses):
+        if use.owner.name == "memref.dealloc":
+            use.owner.erase()
+    dst.replace_all_uses_with(view)
+    alloc.operation.erase()
+    _retype_views(view, space)
+
+
+def promote_shared_copies(module: ir.Module, kernels: list, counts_of) -> int:
+    """Rewrite every ``"shared"`` cache copy of ``kernels`` (see the module docstring).
+
+    ``counts_of(forall)`` gives a thread forall's trip counts. Returns how many copies
+    were promoted.
+
+    Raises:
+        BuildError: a shared copy whose block-wide region cannot be computed, under a
+            condition, or with a dynamic tile.
+    """
+    count = 0
+    for kernel in kernels:
+        for copy in _collect_shared_copies(kernel.forall):
+            _promote(module, copy, kernel.forall, kernel.block, counts_of, count)
+            count += 1
+    return count
+
+
+def drop_host_shared_globals(module: ir.Module) -> None:
+    """Erase the host module's copies of the shared-memory globals (after outlining, the
+    kernels' ``gpu.module`` has its own; the host cannot lower workgroup memory)."""
+    for op in list(module.body.operations):
+        op = op.operation
+        if op.name == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value.startswith("__mlc_shared_"):
+            op.erase()
