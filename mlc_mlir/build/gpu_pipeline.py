@@ -10,6 +10,7 @@ Stages (names as shown by ``build(..., print_after_all=True)``):
                       ``map_nested_forall_to_threads`` (:mod:`.gpu_mapping`)
 ``device-memory``     host buffers -> ``gpu.alloc`` (arguments are device pointers)
 ``loops``/``vectors`` linalg/vector ops inside kernels to loops (the CPU stages)
+``fp-contract``       ``fastmath<contract>`` on kernel mulf/addf (FMAs, as nvcc)
 ``outline``           ``gpu-launch-sink-index-computations``, ``gpu-kernel-outlining``,
                       ``gpu-async-region`` (host gpu ops ordered on one stream)
 ``drop-host-shared``  shared-memory globals removed from the host module (outlining
@@ -183,6 +184,28 @@ def device_buffers(module: ir.Module, signatures: Mapping[str, FuncSignature]) -
                 gpu.DeallocOp(None, [], buf)
 
 
+_CONTRACTIBLE = ("arith.mulf", "arith.addf", "arith.subf")
+
+
+def contract_kernel_math(module: ir.Module) -> None:
+    """``#arith.fastmath<contract>`` on float multiply/add/sub inside the kernels, so that
+    the NVPTX backend fuses them into ``fma.rn`` (nvcc's default, ``--fmad=true``)."""
+    contract = ir.Attribute.parse("#arith.fastmath<contract>")
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "gpu.launch":
+            def inner(o: ir.Operation) -> ir.WalkResult:
+                if o.name in _CONTRACTIBLE:
+                    o.attributes["fastmath"] = contract
+                return ir.WalkResult.ADVANCE
+
+            op.walk(inner)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+
+
 def _cpu_stage(name: str) -> Stage:
     stages = {s.name: s for s in cpu_stages(parallel=False)}
     if name not in stages:
@@ -202,6 +225,7 @@ def cuda_stages(target: CudaTarget, signatures: Mapping[str, FuncSignature], *,
         Stage("device-memory", lambda module: device_buffers(module, signatures)),
         _cpu_stage("loops"),
         _cpu_stage("vectors"),
+        Stage("fp-contract", contract_kernel_math),
         Stage("outline", "canonicalize,cse,gpu-launch-sink-index-computations,gpu-kernel-outlining,"
                          "func.func(gpu-async-region)"),
         Stage("drop-host-shared", drop_host_shared_globals),

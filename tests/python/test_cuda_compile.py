@@ -53,7 +53,7 @@ def test_vector_add_launch_structure(vadd_rt):
 def test_matmul_blocking_ptx(matmul_rt):
     ptx = matmul_rt.get_source("ptx")
     assert _entries(ptx) == ["main_kernel"]
-    assert ".target sm_90" in ptx and "ld.global" in ptx and "mul.rn.f32" in ptx and "add.rn.f32" in ptx
+    assert ".target sm_90" in ptx and "ld.global" in ptx and "fma.rn.f32" in ptx  # mulf+addf contracted
     assert ".maxntid 8, 8, 1" in ptx
     assert "%ctaid.y" in ptx and "%tid.y" in ptx
     # The 8x8 local accumulator lives in registers: no local-memory traffic.

@@ -38,7 +38,7 @@ def test_mlp_builds_for_cuda(mlp_cuda, tmp_path):
     import re
 
     assert sorted(re.findall(r"\.maxntid (\d+), 1, 1", ptx)) == ["10", "10", "128", "128"]
-    assert "mul.rn.f32" in ptx and "add.rn.f32" in ptx
+    assert "fma.rn.f32" in ptx and "add.f32" in ptx  # dense: contracted mulf+addf; bias
     tool = ptxas()
     if tool is not None:
         import subprocess

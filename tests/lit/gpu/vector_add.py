@@ -50,5 +50,5 @@ print(rt.get_source("ptx"))
 # CHECK: mov.u32 {{.+}}, %ctaid.x;
 # CHECK: mov.u32 {{.+}}, %tid.x;
 # CHECK: ld.global.b32
-# CHECK: add.rn.f32
+# CHECK: add.f32
 # CHECK: st.global.b32
