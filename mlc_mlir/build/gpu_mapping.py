@@ -49,11 +49,12 @@ _MAX_GRID = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 _AXIS = {"block": "blockIdx", "thread": "threadIdx"}
 # Ops that may stay on the host, outside every kernel (index arithmetic, views, buffers).
 _HOST_OPS = {"func.return", "memref.alloc", "memref.dealloc", "memref.copy", "memref.dim", "memref.subview",
+             "memref.get_global",
              "memref.cast", "memref.expand_shape", "memref.collapse_shape",
              "memref.reinterpret_cast", "memref.extract_strided_metadata", "affine.apply",
              "affine.min", "affine.max"}
 # Ops with no side effect that may sit between two nested bound loops.
-_PURE_OPS = _HOST_OPS - {"func.return", "memref.alloc", "memref.dealloc", "memref.copy"}
+_PURE_OPS = _HOST_OPS - {"func.return", "memref.alloc", "memref.dealloc", "memref.copy", "memref.get_global"}
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,8 @@ def _is_identity(mtype: ir.MemRefType) -> bool:
 
 def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
     """Host ``memref.alloc`` -> ``gpu.alloc`` (``memref.dealloc`` dropped: all device buffers
-    are freed before the return); host ``memref.copy`` -> ``gpu.memcpy``."""
+    are freed before the return); host ``memref.copy`` -> ``gpu.memcpy``; a constant
+    (``memref.get_global``) is copied into a ``gpu.alloc`` buffer."""
     buffers = []
     for op in [o.operation for o in block.operations]:
         if op.name == "memref.alloc":
@@ -150,6 +151,16 @@ def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
                 new = gpu.AllocOp(mtype, None, [], list(op.operands), [])
             op.results[0].replace_all_uses_with(new.memref)
             op.erase()
+            buffers.append(new.memref)
+        elif op.name == "memref.get_global":  # a constant (bound weights): a device copy per call
+            mtype = ir.MemRefType(op.results[0].type)
+            if not _is_identity(mtype) or mtype.memory_space is not None or not mtype.has_static_shape:
+                raise BuildError(f"@{name}: constant {op.attributes['name']} of type {mtype} cannot be copied to "
+                                 "GPU memory")
+            with ir.InsertionPoint.after(op):
+                new = gpu.AllocOp(mtype, None, [], [], [])
+                copy = gpu.MemcpyOp(None, [], new.memref, op.results[0])
+            op.results[0].replace_all_uses_except(new.memref, copy.operation)
             buffers.append(new.memref)
         elif op.name == "memref.dealloc":
             op.erase()  # every device buffer is freed before the return

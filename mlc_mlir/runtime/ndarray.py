@@ -91,8 +91,11 @@ def array(data: Any, device: Device | None = None) -> NDArray:
     """Copy ``data`` (NumPy array, list, or anything with ``__dlpack__``) into a new NDArray
     (a :class:`~mlc_mlir.runtime.cuda_device.CudaNDArray` on ``mlc.cuda(i)``)."""
     if isinstance(device, Device) and device.kind == "cuda":
-        from .cuda_device import cuda_array
+        from .cuda_device import cuda_array, cuda_empty, from_dlpack, is_cuda_array
 
+        if is_cuda_array(data):  # device to device
+            src = from_dlpack(data)
+            return cuda_empty(src.shape, np.dtype(src.dtype), device).copyfrom(src)
         return cuda_array(np.ascontiguousarray(as_numpy(data)), device)
     return NDArray(np.array(as_numpy(data), copy=True), device)
 

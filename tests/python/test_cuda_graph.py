@@ -83,3 +83,17 @@ def test_mlp_runs_on_the_gpu(digits, mlp_cuda):
     logits = vm["main"](*args).numpy()
     np.testing.assert_allclose(logits, ref, rtol=1e-4, atol=1e-4)
     assert (logits.argmax(1) == y_test).mean() > 0.93
+
+
+def test_bound_weights_are_copied_to_the_device(digits, rng):
+    """BindParams constants are host globals: each call copies them into device buffers."""
+    params = {"w0": rng.random((128, 64), dtype=np.float32), "b0": rng.random(128, dtype=np.float32),
+              "w1": rng.random((10, 128), dtype=np.float32), "b1": rng.random(10, dtype=np.float32)}
+    mod = mlc.graph.transform.BindParams("main", params)(digits.build_mlp_ops())
+    fake = FakeDriver()
+    with use_driver(fake):
+        ex = mlc.graph.build(mod, target="cuda")
+        out = mlc.graph.VirtualMachine(ex, mlc.cuda(0))["main"](np.zeros((5, 64), np.float32))
+        assert out.shape == (5, 10) and len(fake.launches) == 4
+        assert fake.calls.count("cuMemcpyAsync") == 4  # w0, b0, w1, b1
+        assert fake.calls.count("cuMemAllocAsync") == fake.calls.count("cuMemFreeAsync")

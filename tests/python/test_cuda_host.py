@@ -82,6 +82,9 @@ def test_copyfrom_and_numpy(fake, rng):
         arr.copyfrom(np.zeros(3, np.float32))
     with pytest.raises(mlc.RuntimeError_, match=r"\.numpy\(\)"):
         np.asarray(arr)
+    clone = mlc.runtime.array(_Producer(arr), device=mlc.cuda(0))  # a CUDA source: device to device
+    assert clone.data_ptr != arr.data_ptr
+    np.testing.assert_array_equal(clone.numpy(), x)
 
 
 def test_device_arrays_are_freed(fake, rng):
