@@ -42,7 +42,7 @@ from mlir.dialects import vector as vector_dialect
 
 from ..errors import BuildError
 
-__all__ = ["promote_shared_copies", "drop_host_shared_globals", "SHARED_SPACE"]
+__all__ = ["promote_shared_copies", "emulate_shared_copies", "drop_host_shared_globals", "SHARED_SPACE"]
 
 SHARED_SPACE = "#gpu.address_space<workgroup>"
 _MAX_ENUMERATION = 1 << 16
@@ -76,6 +76,10 @@ def _thread_ivs(copy: ir.Operation, root: ir.Operation, counts_of) -> dict[ir.Va
                              "loop tile): every thread of the block must reach its barriers; use tile "
                              "sizes that divide the extents")
         if op.name == "scf.forall" and "mapping" in op.attributes and "thread" in str(op.attributes["mapping"]):
+            lbs = list(ir.DenseI64ArrayAttr(op.attributes["staticLowerBound"]))
+            steps = list(ir.DenseI64ArrayAttr(op.attributes["staticStep"]))
+            if any(lb != 0 for lb in lbs) or any(st != 1 for st in steps):
+                raise BuildError(f"shared copy {_block_name(copy)!r}: its thread loop is not normalized")
             for arg, count in zip(op.regions[0].blocks[0].arguments, counts_of(op)):
                 ivs[arg] = count
         parent = parent.parent
@@ -244,13 +248,16 @@ def _linear_thread_id(block: tuple[int, int, int]) -> ir.Value:
 
 
 def _cooperative_copy(base: ir.Value, offsets: list[ir.Value], shared: ir.Value, shape: list[int],
-                      block: tuple[int, int, int], vector: int) -> None:
+                      block: tuple[int, int, int] | None, vector: int) -> None:
     """All threads of the block copy ``base[offsets + idx]`` into ``shared[idx]``: chunk ``c``
     (``vector`` consecutive elements of the innermost dim) by thread ``c mod nthreads``;
-    barriers before and after."""
-    gpu.BarrierOp()
-    total, nthreads = math.prod(shape) // vector, math.prod(block)
-    loop = scf.ForOp(_linear_thread_id(block), _index(total), _index(nthreads))
+    barriers before and after. ``block=None``: one thread copies everything, no barriers
+    (the CPU emulation)."""
+    if block is not None:
+        gpu.BarrierOp()
+    total = math.prod(shape) // vector
+    start, step = (_linear_thread_id(block), math.prod(block)) if block is not None else (_index(0), 1)
+    loop = scf.ForOp(start, _index(total), _index(step))
     with ir.InsertionPoint(loop.body):
         rest, idx = loop.induction_variable, []
         for d, size in reversed(list(enumerate(shape))):
@@ -267,11 +274,14 @@ def _cooperative_copy(base: ir.Value, offsets: list[ir.Value], shared: ir.Value,
         else:
             memref.StoreOp(memref.LoadOp(base, src_idx).result, shared, idx)
         scf.YieldOp([])
-    gpu.BarrierOp()
+    if block is not None:
+        gpu.BarrierOp()
 
 
-def _promote(module: ir.Module, copy: ir.Operation, root: ir.Operation, block: tuple[int, int, int],
+def _promote(module: ir.Module, copy: ir.Operation, root: ir.Operation, block: tuple[int, int, int] | None,
              counts_of, index: int) -> None:
+    """Rewrite one shared copy; ``block=None`` is the sequential CPU emulation (one buffer
+    of the block-wide region, filled by each thread alone before it reads its part)."""
     name = _block_name(copy)
     src, dst = copy.operands[0], copy.operands[1]
     alloc = dst.owner
@@ -285,10 +295,14 @@ def _promote(module: ir.Module, copy: ir.Operation, root: ir.Operation, block: t
     ivs = _thread_ivs(copy, root, counts_of)
     parts = [_split_offset(o, ivs, name) for o in offsets]
     shape = [s + p.hi - p.lo for s, p in zip(sizes, parts)]
-    space = ir.Attribute.parse(SHARED_SPACE)
-    sym = _global(module, shape, dtype.element_type, space, index)
+    space = ir.Attribute.parse(SHARED_SPACE) if block is not None else None
     with ir.InsertionPoint(copy), copy.location:
-        shared = memref.GetGlobalOp(ir.MemRefType.get(shape, dtype.element_type, None, space), sym).result
+        if block is not None:
+            sym = _global(module, shape, dtype.element_type, space, index)
+            shared = memref.GetGlobalOp(ir.MemRefType.get(shape, dtype.element_type, None, space), sym).result
+        else:  # one buffer for the whole (sequential) emulation, at the function's entry
+            with ir.InsertionPoint.at_block_begin(root.regions[0].blocks[0]):
+                shared = memref.AllocaOp(ir.MemRefType.get(shape, dtype.element_type), [], []).result
         region = []
         for p in parts:
             rest = p.build_rest()
@@ -329,6 +343,19 @@ def promote_shared_copies(module: ir.Module, kernels: list, counts_of) -> int:
     for kernel in kernels:
         for copy in _collect_shared_copies(kernel.forall):
             _promote(module, copy, kernel.forall, kernel.block, counts_of, count)
+            count += 1
+    return count
+
+
+def emulate_shared_copies(module: ir.Module, counts_of) -> int:
+    """The CPU emulation of :func:`promote_shared_copies` (tests without a GPU): the same
+    region relaxation and views, but each thread copies the whole block-wide region into
+    one buffer before using it (no barriers, no distribution): valid for a sequential
+    build only. Returns how many copies were rewritten."""
+    count = 0
+    for fn in [op.operation for op in module.body.operations if op.operation.name == "func.func"]:
+        for copy in _collect_shared_copies(fn):
+            _promote(module, copy, fn, None, counts_of, count)
             count += 1
     return count
 
