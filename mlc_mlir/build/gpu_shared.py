@@ -126,60 +126,68 @@ def _evaluate(expr: ir.AffineExpr, values: list[int], n_dims: int) -> int:
 
 
 class _Offset:
-    """One offset of the per-thread tile: ``rest + thread_part`` with the thread part's range."""
+    """One offset of a per-thread tile: ``rest + const + thread_part``, the thread part in
+    ``[lo, hi]``; ``key`` identifies ``rest`` (its terms and operands) to compare tiles."""
 
-    def __init__(self, lo: int, hi: int, build_rest):
-        self.lo, self.hi, self.build_rest = lo, hi, build_rest
+    def __init__(self, lo: int, hi: int, const: int, key: tuple, build_rest):
+        self.lo, self.hi, self.const, self.key, self.build_rest = lo, hi, const, key, build_rest
+
+    def shifted(self, const: int) -> _Offset:
+        return _Offset(self.lo, self.hi, self.const + const, self.key, self.build_rest)
+
+
+def _same_key(a: tuple, b: tuple) -> bool:
+    return a[0] == b[0] and len(a[1]) == len(b[1]) and all(x == y for x, y in zip(a[1], b[1]))
 
 
 def _split_offset(value: ir.Value | int, ivs: dict, name: str) -> _Offset:
     if isinstance(value, int):
-        return _Offset(0, 0, lambda: value)
+        return _Offset(0, 0, value, ((), ()), lambda: None)
     if value in ivs:
-        return _Offset(0, ivs[value] - 1, lambda: 0)
+        return _Offset(0, ivs[value] - 1, 0, ((), ()), lambda: None)
     owner = value.owner
-    if not isinstance(owner, ir.Block) and owner.operation.name == "affine.apply":
-        op = owner.operation
-        amap = ir.AffineMapAttr(op.attributes["map"]).value
-        operands = list(op.operands)
-        thread_pos = {i for i, v in enumerate(operands) if v in ivs}
-        if not thread_pos:
-            return _Offset(0, 0, lambda: value)
-        n_dims = amap.n_dims
-        thread_terms, rest_terms = [], []
-        for term in _terms(amap.results[0]):
-            used = _positions(term, n_dims)
-            if used and used <= thread_pos:
-                thread_terms.append(term)
-            elif used & thread_pos:
-                raise BuildError(f"shared copy {name!r}: offset {amap} mixes thread indices with other "
-                                 "values in one term; its region over the thread block cannot be computed")
-            else:
-                rest_terms.append(term)
-        order = sorted(thread_pos)
-        ranges = [range(ivs[operands[i]]) for i in order]
-        if math.prod(len(r) for r in ranges) > _MAX_ENUMERATION:
-            raise BuildError(f"shared copy {name!r}: too many thread indices to relax its region")
-        values = [0] * len(operands)
-        seen = []
-        for combo in itertools.product(*ranges):
-            for i, v in zip(order, combo):
-                values[i] = v
-            seen.append(sum(_evaluate(t, values, n_dims) for t in thread_terms))
+    if isinstance(owner, ir.Block) or owner.operation.name != "affine.apply":
+        return _Offset(0, 0, 0, (("value",), (value,)), lambda: value)
+    op = owner.operation
+    amap = ir.AffineMapAttr(op.attributes["map"]).value
+    operands = list(op.operands)
+    thread_pos = {i for i, v in enumerate(operands) if v in ivs}
+    n_dims = amap.n_dims
+    thread_terms, rest_terms, const = [], [], 0
+    for term in _terms(amap.results[0]):
+        used = _positions(term, n_dims)
+        if isinstance(term, ir.AffineConstantExpr):
+            const += term.value
+        elif used and used <= thread_pos:
+            thread_terms.append(term)
+        elif used & thread_pos:
+            raise BuildError(f"shared copy {name!r}: offset {amap} mixes thread indices with other "
+                             "values in one term; its region over the thread block cannot be computed")
+        else:
+            rest_terms.append(term)
+    order = sorted(thread_pos)
+    ranges = [range(ivs[operands[i]]) for i in order]
+    if math.prod(len(r) for r in ranges) > _MAX_ENUMERATION:
+        raise BuildError(f"shared copy {name!r}: too many thread indices to relax its region")
+    values = [0] * len(operands)
+    seen = []
+    for combo in itertools.product(*ranges):
+        for i, v in zip(order, combo):
+            values[i] = v
+        seen.append(sum(_evaluate(t, values, n_dims) for t in thread_terms))
 
-        def build_rest() -> ir.Value | int:
-            if not rest_terms:
-                return 0
-            expr = rest_terms[0]
-            for t in rest_terms[1:]:
-                expr = expr + t
-            rest_map = ir.AffineMap.get(n_dims, amap.n_symbols, [expr])
-            from mlir.dialects import affine
+    def build_rest() -> ir.Value | None:
+        if not rest_terms:
+            return None
+        expr = rest_terms[0]
+        for t in rest_terms[1:]:
+            expr = expr + t
+        from mlir.dialects import affine
 
-            return affine.AffineApplyOp(rest_map, operands).result
+        return affine.AffineApplyOp(ir.AffineMap.get(n_dims, amap.n_symbols, [expr]), operands).result
 
-        return _Offset(min(seen), max(seen), build_rest)
-    return _Offset(0, 0, lambda: value)
+    key = (tuple(str(t) for t in rest_terms), tuple(operands) if rest_terms else ())
+    return _Offset(min(seen), max(seen), const, key, build_rest)
 
 
 def _index(v: int) -> ir.Value:
@@ -190,24 +198,91 @@ def _as_value(v: ir.Value | int) -> ir.Value:
     return _index(v) if isinstance(v, int) else v
 
 
-def _subview_parts(src: ir.Value, name: str) -> tuple[ir.Value, list, list[int]]:
-    """``(base, offsets, sizes)`` of the copy's source: a unit-stride subview, or a whole buffer."""
-    owner = src.owner
-    mtype = ir.MemRefType(src.type)
+def _unit_subview(value: ir.Value) -> ir.Operation | None:
+    """The rank-preserving, unit-stride, static-size ``memref.subview`` defining ``value``."""
+    owner = value.owner
     if isinstance(owner, ir.Block) or owner.operation.name != "memref.subview":
-        return src, [0] * mtype.rank, list(mtype.shape)
+        return None
     op = owner.operation
+    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    if (any(st != 1 for st in strides) or ir.ShapedType.get_dynamic_size() in sizes
+            or len(sizes) != ir.MemRefType(op.operands[0].type).rank):
+        return None
+    return op
+
+
+def _root_tile(src: ir.Value, name: str) -> tuple[ir.Value, list[tuple], list[int]]:
+    """``(base, [(offset, extra constant)], sizes)`` of a copy's source tile: a unit-stride
+    subview (of subviews with static offsets, folded into the constants), or a whole buffer."""
+    mtype = ir.MemRefType(src.type)
+    op = _unit_subview(src)
+    if op is None:
+        if not isinstance(src.owner, ir.Block) and src.owner.operation.name == "memref.subview":
+            raise BuildError(f"shared copy {name!r}: its source must be a static, unit-stride tile")
+        return src, [(0, 0)] * mtype.rank, list(mtype.shape)
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-    static_offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
-    static_sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
-    static_strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
-    if any(s != 1 for s in static_strides) or ir.ShapedType.get_dynamic_size() in static_sizes:
-        raise BuildError(f"shared copy {name!r}: its source must be a static, unit-stride tile")
-    if len(static_sizes) != mtype.rank:
-        raise BuildError(f"shared copy {name!r}: rank-reducing source views are not supported")
+    static = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
     dyn = iter(list(op.operands)[1:])
-    offsets = [next(dyn) if o == dynamic else o for o in static_offsets]
-    return op.operands[0], offsets, static_sizes
+    offsets = [next(dyn) if o == dynamic else o for o in static]
+    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    extra = [0] * len(offsets)
+    base = op.operands[0]
+    while (outer := _unit_subview(base)) is not None:
+        outer_offsets = list(ir.DenseI64ArrayAttr(outer.attributes["static_offsets"]))
+        if dynamic in outer_offsets:
+            break
+        extra = [e + o for e, o in zip(extra, outer_offsets)]
+        base = outer.operands[0]
+    return base, list(zip(offsets, extra)), sizes
+
+
+def _rooted(value: ir.Value, base: ir.Value) -> bool:
+    while True:
+        if value == base:
+            return True
+        owner = value.owner
+        if isinstance(owner, ir.Block) or owner.operation.name != "memref.subview":
+            return False
+        value = owner.operation.operands[0]
+
+
+def _read_only(base: ir.Value, kernel: ir.Operation) -> bool:
+    """No op of ``kernel`` writes into ``base`` (or a view of it)."""
+    written = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        targets = []
+        if op.name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:
+            n_in = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
+            targets = list(op.operands)[n_in:]
+        elif op.name in ("memref.store", "vector.store", "vector.transfer_write"):
+            targets = [op.operands[1]]
+        elif op.name == "memref.copy":
+            targets = [op.operands[1]]
+        if any(_rooted(t, base) for t in targets):
+            written.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    kernel.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return not written
+
+
+def _readers(tile: ir.Value) -> list[ir.Operation]:
+    """The linalg ops reading ``tile`` (through views)."""
+    found = []
+    for use in tile.uses:
+        user = use.owner
+        if user.name == "memref.subview":
+            found += _readers(user.results[0])
+        elif user.name.startswith("linalg.") and "mlc.block" in user.attributes:
+            found.append(user)
+    return found
+
+
+def _before_in_block(first: ir.Operation, second: ir.Operation) -> bool:
+    return first.block == second.block and first.is_before_in_block(second)
 
 
 def _retype_views(value: ir.Value, space: ir.Attribute) -> None:
@@ -278,6 +353,44 @@ def _cooperative_copy(base: ir.Value, offsets: list[ir.Value], shared: ir.Value,
         gpu.BarrierOp()
 
 
+def _members(copy: ir.Operation, dst: ir.Value, base: ir.Value, parts: list[_Offset], ivs: dict,
+             kernel: ir.Operation, name: str) -> list[tuple[ir.Operation, list[_Offset], list[int]]]:
+    """Other reads of the cached tensor by the copy's readers (TVM's ``cache_read`` caches a
+    tensor, not one operand: the window sum reads ``A[i]``, ``A[i+1]``, ``A[i+2]``): per-thread
+    views of ``base`` whose offsets differ from the copy's by constants and thread terms only."""
+    if isinstance(base.owner, ir.Block) is False or not _read_only(base, kernel):
+        return []
+    members = []
+    for reader in _readers(dst):
+        n_in = list(ir.DenseI32ArrayAttr(reader.attributes["operandSegmentSizes"]))[0]
+        for value in list(reader.operands)[:n_in]:
+            op = _unit_subview(value)
+            if op is None or not _rooted(value, base) or not _before_in_block(copy, op):
+                continue
+            root, offsets, sizes = _root_tile(value, name)
+            if root != base:
+                continue
+            mparts = [_split_offset(o, ivs, name).shifted(extra) for o, extra in offsets]
+            if all(_same_key(m.key, p.key) for m, p in zip(mparts, parts)):
+                members.append((op, mparts, sizes))
+    return members
+
+
+def _view(shared: ir.Value, offsets: list[ir.Value], sizes: list[int], shape: list[int],
+          space: ir.Attribute | None) -> ir.Value:
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    elem = ir.MemRefType(shared.type).element_type
+    layout = ir.StridedLayoutAttr.get(dynamic, [math.prod(shape[d + 1:]) for d in range(len(shape))])
+    return memref.SubViewOp(ir.MemRefType.get(sizes, elem, layout, space), shared, offsets, [], [],
+                            ir.DenseI64ArrayAttr.get([dynamic] * len(sizes)), ir.DenseI64ArrayAttr.get(sizes),
+                            ir.DenseI64ArrayAttr.get([1] * len(sizes))).result
+
+
+def _absolute(offset: ir.Value | int, extra: int) -> ir.Value:
+    value = _as_value(offset)
+    return value if extra == 0 else arith.AddIOp(value, _index(extra)).result
+
+
 def _promote(module: ir.Module, copy: ir.Operation, root: ir.Operation, block: tuple[int, int, int] | None,
              counts_of, index: int) -> None:
     """Rewrite one shared copy; ``block=None`` is the sequential CPU emulation (one buffer
@@ -291,10 +404,14 @@ def _promote(module: ir.Module, copy: ir.Operation, root: ir.Operation, block: t
     if not dtype.has_static_shape:
         raise BuildError(f"shared copy {name!r}: its tile {dtype} has a dynamic shape; shared memory needs "
                          "static tiles (split by factors that divide the extents)")
-    base, offsets, sizes = _subview_parts(src, name)
+    base, offsets, sizes = _root_tile(src, name)
     ivs = _thread_ivs(copy, root, counts_of)
-    parts = [_split_offset(o, ivs, name) for o in offsets]
-    shape = [s + p.hi - p.lo for s, p in zip(sizes, parts)]
+    parts = [_split_offset(o, ivs, name).shifted(extra) for o, extra in offsets]
+    members = _members(copy, dst, base, parts, ivs, root, name)
+    tiles = [(parts, sizes)] + [(mp, ms) for _, mp, ms in members]
+    start = [min(p[d].const + p[d].lo for p, _ in tiles) for d in range(len(sizes))]
+    end = [max(p[d].const + p[d].hi + sz[d] for p, sz in tiles) for d in range(len(sizes))]
+    shape = [e - b for b, e in zip(start, end)]
     space = ir.Attribute.parse(SHARED_SPACE) if block is not None else None
     with ir.InsertionPoint(copy), copy.location:
         if block is not None:
@@ -304,22 +421,15 @@ def _promote(module: ir.Module, copy: ir.Operation, root: ir.Operation, block: t
             with ir.InsertionPoint.at_block_begin(root.regions[0].blocks[0]):
                 shared = memref.AllocaOp(ir.MemRefType.get(shape, dtype.element_type), [], []).result
         region = []
-        for p in parts:
+        for p, first in zip(parts, start):
             rest = p.build_rest()
-            start = _as_value(rest) if p.lo == 0 else arith.AddIOp(_as_value(rest), _index(p.lo)).result
-            region.append(start)
+            region.append(_index(first) if rest is None else arith.AddIOp(rest, _index(first)).result)
         vector = ir.IntegerAttr(copy.attributes["mlc.vector"]).value if "mlc.vector" in copy.attributes else 1
         if shape[-1] % vector:
             vector = 1  # the tile's rows are not whole vectors: scalar fetch
         _cooperative_copy(base, region, shared, shape, block, vector)
-        local = [arith.SubIOp(_as_value(o), r).result for o, r in zip(offsets, region)]
-        view = memref.SubViewOp(
-            ir.MemRefType.get(sizes, dtype.element_type,
-                              ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(),
-                                                       [math.prod(shape[d + 1:]) for d in range(len(shape))]),
-                              space),
-            shared, local, [], [], ir.DenseI64ArrayAttr.get([ir.ShapedType.get_dynamic_stride_or_offset()] * len(sizes)),
-            ir.DenseI64ArrayAttr.get(sizes), ir.DenseI64ArrayAttr.get([1] * len(sizes))).result
+        local = [arith.SubIOp(_absolute(o, extra), r).result for (o, extra), r in zip(offsets, region)]
+        view = _view(shared, local, sizes, shape, space)
     copy.erase()
     for use in list(dst.uses):
         if use.owner.name == "memref.dealloc":
@@ -327,6 +437,14 @@ def _promote(module: ir.Module, copy: ir.Operation, root: ir.Operation, block: t
     dst.replace_all_uses_with(view)
     alloc.operation.erase()
     _retype_views(view, space)
+    for op, _, msizes in members:
+        _, moffsets, _ = _root_tile(op.results[0], name)
+        with ir.InsertionPoint(op), op.location:
+            mlocal = [arith.SubIOp(_absolute(o, extra), r).result for (o, extra), r in zip(moffsets, region)]
+            mview = _view(shared, mlocal, msizes, shape, space)
+        op.results[0].replace_all_uses_with(mview)
+        op.erase()
+        _retype_views(mview, space)
 
 
 def promote_shared_copies(module: ir.Module, kernels: list, counts_of) -> int:

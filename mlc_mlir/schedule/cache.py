@@ -92,7 +92,7 @@ class CachePrimitives:
 
     def _cache_checks(self, block, index: int, scope: str, what: str):
         fstate, bstate = self._resolve_block(block, what)
-        limit = bstate.info.n_inputs if what == "cache_read" else 1
+        limit = len(_read_tensors(bstate.info, fstate)) if what == "cache_read" else 1
         if not isinstance(index, int) or not 0 <= index < limit:
             raise ScheduleError(f"{what}: buffer index {index!r} out of range for block {bstate.name!r} "
                                 f"({limit} buffer(s))")
@@ -103,7 +103,12 @@ class CachePrimitives:
         return fstate, bstate
 
     def cache_read(self, block: BlockRV, read_buffer_index: int, storage_scope: str) -> BlockRV:
-        """Read input ``read_buffer_index`` of ``block`` through a copy in ``storage_scope``.
+        """Read input tensor ``read_buffer_index`` of ``block`` through a copy in ``storage_scope``.
+
+        The index counts the block's distinct input tensors (TVM's read buffers), not its
+        operands. The copy block caches the tensor's first operand; in the CUDA build a
+        ``"shared"`` cache also serves the block's other reads of that tensor (the window
+        sum's ``A[i+1]``, ``A[i+2]``: one shared buffer of the block's 130 elements).
 
         Preconditions: a static-shaped input; a scope string. Returns the copy block,
         named ``<buffer>_<scope>`` (``A_shared``, ``A_global.A_reg``), with loops ``ax0...``.
@@ -124,19 +129,20 @@ class CachePrimitives:
         with self._edit():
             fstate, bstate = self._cache_checks(block, read_buffer_index, storage_scope, "cache_read")
             info = bstate.info
-            shape = info.shapes[read_buffer_index]
+            operand = _read_tensors(info, fstate)[read_buffer_index]
+            shape = info.shapes[operand]
             if None in shape:
                 raise ScheduleError("cache_read: the input has a dynamic shape; only static shapes are cached")
-            src = info.sources[read_buffer_index]
+            src = info.sources[operand]
             name = f"{src.name}_{storage_scope}"
             _check_new_name(fstate, name, "cache_read")
             copy = _copy_info(name, fstate.func, info.order - 0.5 / (1 + len(fstate.caches)), shape, src,
                               Source("value", "alloc"), info.element_type)
             sources = list(info.sources)
-            sources[read_buffer_index] = Source("block", name)
+            sources[operand] = Source("block", name)
             bstate.info = dataclasses.replace(info, sources=tuple(sources))
             fstate.add_block(copy, self._new_uid).cache_scope = storage_scope
-            fstate.caches.append(("read", bstate.name, read_buffer_index, name, storage_scope))
+            fstate.caches.append(("read", bstate.name, operand, name, storage_scope))
             rv = BlockRV(name, fstate.func)
             self._record("cache_read", [("block", block), ("read_buffer_index", read_buffer_index),
                                         ("storage_scope", storage_scope)], (rv,))
@@ -178,6 +184,24 @@ class CachePrimitives:
             self._record("cache_write", [("block", block), ("write_buffer_index", write_buffer_index),
                                          ("storage_scope", storage_scope)], (rv,))
         return rv
+
+
+def _read_tensors(info: BlockInfo, fstate) -> list[int]:
+    """The first operand reading each distinct input tensor of a block, in operand order:
+    ``read_buffer_index`` counts tensors, as in TVM (the window sum ``A[i] + A[i+1] +
+    A[i+2]`` reads one tensor through three operands; a read cache stands for its tensor)."""
+    seen: list[tuple[str, str]] = []
+    firsts: list[int] = []
+    for i, src in enumerate(info.sources[:info.n_inputs]):
+        while src.kind == "block" and src.name in fstate.blocks and fstate.blocks[src.name].cache_scope is not None \
+                and fstate.blocks[src.name].info.op_name == "linalg.copy" and any(
+                    c[0] == "read" and c[3] == src.name for c in fstate.caches):
+            src = fstate.blocks[src.name].info.sources[0]
+        key = (src.kind, src.name) if src.kind in ("arg", "block") else ("operand", str(i))
+        if key not in seen:
+            seen.append(key)
+            firsts.append(i)
+    return firsts
 
 
 def _check_new_name(fstate, name: str, what: str) -> None:

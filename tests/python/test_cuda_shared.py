@@ -67,12 +67,19 @@ def test_matmul_shared_trace_replays(mm_shared):
 
 
 def test_window_sum_shared():
+    """As in TVM, cache_read(C, 0, "shared") caches tensor A: the block's 130 elements of A
+    (its three reads A[i], A[i+1], A[i+2] for 128 threads) in one shared buffer."""
     rt = mlc.build(cs.window_sum(1024).mod, target="cuda -arch=sm_90")
     gpu = rt.get_source("gpu")
-    assert re.search(r"memref<128xf32, #gpu.address_space<workgroup>>", gpu)
+    assert re.search(r"memref<130xf32, #gpu.address_space<workgroup>>", gpu)
+    generic = next(line for line in gpu.splitlines() if "linalg.generic" in line)
+    ins = generic.split("ins(")[1].split("outs(")[0]
+    assert ins.count("#gpu.address_space<workgroup>") == 3  # every read of A from shared memory
     ptx = rt.get_source("ptx")
-    assert ".shared .align 16 .b8 __mlc_shared_0[512]" in ptx
+    assert ".shared .align 16 .b8 __mlc_shared_0[520]" in ptx
     assert "st.shared.b32" in ptx and "ld.shared.b32" in ptx and "bar.sync" in ptx
+    assert "ld.global" in ptx.split("bar.sync")[1]  # the fetch; the sums read shared memory only
+    assert "ld.global" not in ptx.split("bar.sync")[2]
 
 
 def _blocked(n=256):
@@ -215,3 +222,13 @@ def test_schedules_compute_the_right_thing_on_the_cpu(rng):
     c = np.zeros((128, 128), np.float32)
     rt["main"](a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4)
+
+
+def test_read_index_counts_tensors():
+    """The window sum reads one tensor (A) through three operands: index 0 is A, there is no 1."""
+    sch = cs.window_sum(256, shared=False)
+    block = sch.get_block("C")
+    A_shared = sch.cache_read(block, 0, "shared")
+    assert A_shared.name == "A_shared"
+    with pytest.raises(mlc.ScheduleError, match="out of range"):
+        sch.cache_read(block, 1, "local")
