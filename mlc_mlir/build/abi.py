@@ -31,13 +31,20 @@ __all__ = ["ArgSpec", "FuncSignature", "to_memref_abi", "public_functions"]
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One argument of a compiled function: element type, shape (None = dynamic), symbols."""
+    """One argument of a compiled function: element type, shape (None = dynamic), symbols.
+
+    ``strides`` (in elements, None = dynamic) and ``offset`` describe a memref argument
+    with a non-identity layout (``memref<2x3xf32, strided<[1, 2]>>``); both are None for
+    the identity layout (C-contiguous arrays), which every tensor argument has.
+    """
 
     name: str
     elem: str
     shape: tuple[int | None, ...]
     symbols: tuple[str | None, ...]
     is_output: bool
+    strides: tuple[int | None, ...] | None = None
+    offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -94,8 +101,34 @@ def signature_of(op: ir.Operation, n_outputs: int) -> FuncSignature:
             raise BuildError(f"function @{name}: argument {i} has type {t}; compiled functions take "
                              "ranked tensors or memrefs only")
         elem, shape = _shaped(t)
-        args.append(ArgSpec(_arg_name(op, i), elem, shape, _symbols(op, i, len(shape)), i >= n - n_outputs))
+        strides, offset = _layout(name, i, t, shape)
+        args.append(ArgSpec(_arg_name(op, i), elem, shape, _symbols(op, i, len(shape)), i >= n - n_outputs,
+                            strides, offset))
     return FuncSignature(name, tuple(args))
+
+
+def _layout(name: str, index: int, t: ir.Type, shape: tuple[int | None, ...]) -> tuple[tuple | None, int | None]:
+    """(strides, offset) of a memref argument with a non-identity layout; (None, None) otherwise."""
+    if not isinstance(t, ir.MemRefType):
+        return None, None
+    mt = ir.MemRefType(t)
+    if isinstance(mt.layout, ir.AffineMapAttr) and mt.affine_map == ir.AffineMap.get_identity(mt.rank):
+        return None, None
+    try:
+        strides, offset = mt.get_strides_and_offset()
+    except RuntimeError:
+        raise BuildError(f"function @{name}: argument {index} has type {t}, whose layout is not strided; "
+                         "compiled functions take identity or strided<[...]> layouts") from None
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    strides = tuple(None if s == dyn else s for s in strides)
+    offset = None if offset == dyn else offset
+    canonical, acc = [], 1
+    for n in reversed(shape):
+        canonical.insert(0, acc)
+        acc = acc * n if n is not None else None
+    if offset == 0 and None not in shape and list(strides) == canonical:
+        return None, None  # strided<[3, 1]> on 2x3 is the identity layout
+    return strides, offset
 
 
 def to_memref_abi(module: ir.Module) -> dict[str, FuncSignature]:
