@@ -140,7 +140,7 @@ def _strided(where: str, spec: Any, arr: np.ndarray) -> np.ndarray:
     layout = "strided<[" + ", ".join("?" if s is None else str(s) for s in spec.strides) + "]>"
     got = tuple(s // arr.itemsize for s in arr.strides)
     if spec.is_output or None in spec.strides or any(s < 0 for s in spec.strides):
-        raise ArgumentError(f"{where}: the function reads this argument with layout {layout}, but the "
+        raise ArgumentError(f"{where}: the function accesses this argument with layout {layout}, but the "
                             f"array's strides are {got} elements; pass an array with those strides")
     span = 1 + sum((n - 1) * s for n, s in zip(arr.shape, spec.strides)) if arr.size else 0
     buf = np.empty(span, arr.dtype)
