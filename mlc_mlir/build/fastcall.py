@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +77,11 @@ def ndarray_layout() -> dict[str, int] | None:
         if not ok:
             return None
     return lay
+
+
+def _sym(name: str) -> str:
+    """A symbol reference that parses whatever characters the name has."""
+    return "@" + json.dumps(name)
 
 
 def _capi(name: str) -> int:
@@ -226,7 +232,7 @@ def _call_kernel(e: _Emitter, plan: FastPlan, data: list[str], sizes: list[list[
         for d in range(len(row) - 2, -1, -1):
             strides[d] = e.op("mul", strides[d + 1], row[d + 1])
         args += [data[k], data[k], zero, *row, *strides]
-    e(f"llvm.call @{plan.name}({', '.join(args)}) : ({', '.join(plan.callee_types())}) -> ()")
+    e(f"llvm.call {_sym(plan.name)}({', '.join(args)}) : ({', '.join(plan.callee_types())}) -> ()")
 
 
 def entry_text(plan: FastPlan, lay: dict[str, int]) -> str:
@@ -269,7 +275,7 @@ def entry_text(plan: FastPlan, lay: dict[str, int]) -> str:
     res = e.capi_call("PyObject_VectorcallDict", [slow, "%args", "%nargs", null],
                       ["!llvm.ptr", "!llvm.ptr", "i64", "!llvm.ptr"], "!llvm.ptr")
     e(f"llvm.return {res} : !llvm.ptr")
-    head = f"llvm.func @{plan.entry}(%self: !llvm.ptr, %args: !llvm.ptr, %nargs: i64) -> !llvm.ptr {{"
+    head = f"llvm.func {_sym(plan.entry)}(%self: !llvm.ptr, %args: !llvm.ptr, %nargs: i64) -> !llvm.ptr {{"
     return "\n".join([head, *e.lines, "}"])
 
 
@@ -281,9 +287,9 @@ def add_entries(module: ir.Module, plans: dict[str, FastPlan]) -> dict[str, Fast
     lay = ndarray_layout()
     if lay is None or not plans:
         return {}
-    decls = [f"llvm.func @{p.name}({', '.join(p.callee_types())})" for p in plans.values()]
+    decls = [f"llvm.func {_sym(p.name)}({', '.join(p.callee_types())})" for p in plans.values()]
     bodies = [entry_text(p, lay) for p in plans.values()]
-    bodies += [f"llvm.func @{p.address_getter}() -> !llvm.ptr {{\n  %0 = llvm.mlir.addressof @{p.entry} : "
+    bodies += [f"llvm.func {_sym(p.address_getter)}() -> !llvm.ptr {{\n  %0 = llvm.mlir.addressof {_sym(p.entry)} : "
                "!llvm.ptr\n  llvm.return %0 : !llvm.ptr\n}" for p in plans.values()]
     snippet = ir.Module.parse("\n".join(decls + bodies))
     for op in list(snippet.body.operations):

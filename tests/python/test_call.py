@@ -286,3 +286,52 @@ def test_runtime_array_errors():
     with pytest.raises(mlc.RuntimeError_, match="not numeric"):
         mlc.runtime.array([object()])
     np.testing.assert_array_equal(mlc.runtime.array([[1, 2], [3, 4]]).numpy(), [[1, 2], [3, 4]])
+
+
+def test_function_names_that_need_quoting(rng):
+    text = """
+    func.func @"my-copy.v2"(%a: tensor<4xf32>, %o: tensor<4xf32>) -> tensor<4xf32> {
+      %r = linalg.copy ins(%a : tensor<4xf32>) outs(%o : tensor<4xf32>) -> tensor<4xf32>
+      return %r : tensor<4xf32>
+    }"""
+    f = mlc.build(mlc.Module.parse(text))["my-copy.v2"]
+    assert type(type(f).__call__).__name__ == "builtin_function_or_method"
+    a, out = rng.random(4, dtype=np.float32), np.zeros(4, np.float32)
+    f(a, out)
+    np.testing.assert_array_equal(out, a)
+
+
+I1_CHILD = """
+import numpy as np, mlc_mlir as mlc
+text = '''func.func @cp(%a: tensor<5xi1>, %o: tensor<5xi1>) -> tensor<5xi1> {
+  %r = linalg.copy ins(%a : tensor<5xi1>) outs(%o : tensor<5xi1>) -> tensor<5xi1>
+  return %r : tensor<5xi1>
+}'''
+try:
+    f = mlc.build(mlc.Module.parse(text))["cp"]
+except mlc.BuildError as exc:
+    print("BUILD-ERROR", exc)
+    raise SystemExit(0)
+a = np.array([True, False, True, True, False])
+out = np.zeros(5, bool)
+f(a, out)
+assert np.array_equal(out, a), out
+try:
+    f(a.astype(np.int8), out)
+except mlc.ArgumentError as exc:
+    assert "expected dtype bool" in str(exc), exc
+else:
+    raise AssertionError("int8 accepted for i1")
+print("RAN")
+"""
+
+
+def test_bool_arrays_for_i1_functions():
+    """i1 tensors: bool arrays are passed as is once they build (the build runs in a child: it may abort)."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", I1_CHILD], capture_output=True, text=True, timeout=300)
+    if proc.returncode < 0 or "Assertion" in proc.stderr:
+        pytest.skip(f"i1 functions do not build yet (the build aborts: {proc.stderr.strip()[-120:]})")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "RAN" in proc.stdout or "BUILD-ERROR" in proc.stdout
