@@ -53,6 +53,9 @@ class CompiledFunction:
         self._rt = rt
         self.signature = sig
         self._fn = fn
+        #: the builtin entry, called by :meth:`call_checked` with the prepared arrays
+        #: (its fallback is the ctypes call, so it never comes back here)
+        self._direct: Callable[..., None] | None = None
         try:
             self._dtypes = [numpy_dtype(a.elem) for a in sig.args]
         except ArgumentError as exc:
@@ -116,10 +119,17 @@ class CompiledFunction:
     def call_checked(self, *args: Any) -> None:
         """Run with the arguments checked and converted in Python (the path of every unusual call)."""
         arrays = self._prepare(args)
-        packed, keep = self._packed(arrays)
+        if self._direct is not None:
+            self._direct(*arrays)
+        else:
+            self._call_packed(*arrays)
+        self._rt._after_call()
+
+    def _call_packed(self, *arrays: np.ndarray) -> None:
+        """Run on prepared arrays through the ``_mlir_ciface_`` wrapper (memref descriptors)."""
+        packed, keep = self._packed(list(arrays))
         self._fn(packed)
         del keep
-        self._rt._after_call()
 
     def __call__(self, *args: Any) -> None:
         self.call_checked(*args)
@@ -190,6 +200,7 @@ class RuntimeModule:
                 raise BuildError(f"compiled code has no symbol for @{name}")
             fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(raw)
             func = CompiledFunction(self, self.signatures[name], fn)
+            func._direct = self.fast_entry(name, func._call_packed)
             builtin = self.fast_entry(name, func.call_checked) if self._after is None else None
             if builtin is not None:  # a class of its own whose __call__ is the builtin
                 func.__class__ = type("CompiledFunction", (CompiledFunction,), {"__call__": builtin})
