@@ -98,6 +98,11 @@ class CompiledFunction:
                 if spec.is_output:
                     raise ArgumentError(f"{where}: output arrays must be C-contiguous")
                 arr = np.ascontiguousarray(arr)
+            if not arr.flags.aligned:  # compiled code may use aligned vector accesses
+                if spec.is_output:
+                    raise ArgumentError(f"{where}: output array is not aligned to its {arr.itemsize}-byte "
+                                        "elements")
+                arr = arr.copy()
             if spec.is_output and not arr.flags.writeable:
                 raise ArgumentError(f"{where}: output array is read-only")
             arrays.append(arr)

@@ -26,6 +26,7 @@ check in native code; any call it declines takes :meth:`GraphFunction.call_check
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -54,10 +55,16 @@ _GRAPH_STAGES = [Stage("graph-inline", "inline,symbol-dce")]
 
 
 class _CallbackErrors:
-    """Exceptions raised inside environment functions during one compiled call."""
+    """Exceptions raised inside environment functions during one compiled call (per thread)."""
 
     def __init__(self) -> None:
-        self.errors: list[tuple[str, BaseException]] = []
+        self._local = threading.local()
+
+    @property
+    def errors(self) -> list[tuple[str, BaseException]]:
+        if not hasattr(self._local, "errors"):
+            self._local.errors = []
+        return self._local.errors
 
     def reraise(self) -> None:
         if self.errors:

@@ -335,3 +335,16 @@ def test_bool_arrays_for_i1_functions():
         pytest.skip(f"i1 functions do not build yet (the build aborts: {proc.stderr.strip()[-120:]})")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "RAN" in proc.stdout or "BUILD-ERROR" in proc.stdout
+
+
+def test_unaligned_arrays_are_copied_or_rejected(add, rng):
+    a, b = inputs(rng)
+    c = np.zeros(10, np.float32)
+    raw = bytearray(41)
+    raw[1:41] = a.tobytes()
+    una = np.frombuffer(raw, dtype=np.float32, count=10, offset=1)
+    assert not una.flags.aligned
+    add(una, b, c)
+    np.testing.assert_array_equal(c, a + b)
+    with pytest.raises(mlc.ArgumentError, match="argument 2 \\(C\\): output array is not aligned"):
+        add(a, b, np.frombuffer(bytearray(41), dtype=np.float32, count=10, offset=1))
