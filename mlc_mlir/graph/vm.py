@@ -295,7 +295,8 @@ def _fast_call(gf: GraphFunction, fast: Callable[..., None]) -> Callable[..., An
         for d, dim in enumerate(spec.shape):
             if isinstance(dim, str):
                 where.setdefault(dim, f"a{i}.shape[{d}]")
-    env = {"_fast": fast, "_empty": np.empty, "_wrap": NDArray._wrap, "_dev": gf._device, "_after": gf._after}
+    env = {"_fast": fast, "_empty": np.empty, "_new": object.__new__, "_NDArray": NDArray, "_dev": gf._device,
+           "_after": gf._after}
     names = [f"a{i}" for i in range(n)]
     lines = ["def __call__(self, *args):", f"    if len(args) != {n}:", "        return self.call_checked(*args)",
              "    try:", f"        {''.join(x + ', ' for x in names)}= args"]
@@ -311,8 +312,9 @@ def _fast_call(gf: GraphFunction, fast: Callable[..., None]) -> Callable[..., An
               f"    _fast({', '.join(names + outs)})"]
     if gf._after is not None:
         lines.append("    _after()")
-    wrapped = [f"_wrap({o}, _dev)" for o in outs]
-    lines.append(f"    return {wrapped[0] if len(outs) == 1 else '(' + ', '.join(wrapped) + ',)'}")
+    for o in outs:  # NDArray._wrap, inlined
+        lines += [f"    r{o} = _new(_NDArray)", f"    r{o}.device = _dev", f"    r{o}._data = {o}"]
+    lines.append(f"    return {'r' + outs[0] if len(outs) == 1 else '(' + ', '.join('r' + o for o in outs) + ',)'}")
     exec("\n".join(lines) + "\n", env)  # noqa: S102 - code generated from the signature only
     return env["__call__"]
 
