@@ -35,7 +35,7 @@ from mlir import ir
 
 from ..build import RuntimeModule, Stage, compile_module
 from ..context import mlc_context
-from ..errors import ArgumentError, GraphError, MlcError, RuntimeError_
+from ..errors import ArgumentError, GraphError, RuntimeError_
 from ..ir import Module
 from ..runtime import Device, NDArray, as_numpy, cpu, get_func
 from ..runtime.memref import descriptor_class, view
