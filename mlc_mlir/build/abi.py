@@ -97,7 +97,8 @@ _VIEWS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.ex
 #: ops that only read the memref operand at the given index
 _READS = {"memref.load": 0, "vector.load": 0, "vector.transfer_read": 0, "vector.maskedload": 0,
           "memref.dim": 0, "memref.extract_strided_metadata": 0, "memref.extract_aligned_pointer_as_index": 0,
-          "memref.copy": 0, "memref.prefetch": 0}
+          "memref.copy": 0, "memref.prefetch": 0, "affine.load": 0, "affine.vector_load": 0,
+          "affine.prefetch": 0, "vector.gather": 0}
 
 
 def _may_write(value: ir.Value) -> bool:

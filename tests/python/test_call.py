@@ -348,3 +348,33 @@ def test_unaligned_arrays_are_copied_or_rejected(add, rng):
     np.testing.assert_array_equal(c, a + b)
     with pytest.raises(mlc.ArgumentError, match="argument 2 \\(C\\): output array is not aligned"):
         add(a, b, np.frombuffer(bytearray(41), dtype=np.float32, count=10, offset=1))
+
+
+MEMREF_IO = """
+func.func @axpy(%x: memref<?xf32>, %y: memref<?xf32>, %out: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %a = memref.load %x[%i] : memref<?xf32>
+    %v = memref.subview %y[0] [%n] [1] : memref<?xf32> to memref<?xf32, strided<[1]>>
+    %b = memref.load %v[%i] : memref<?xf32, strided<[1]>>
+    %s = arith.addf %a, %b : f32
+    memref.store %s, %out[%i] : memref<?xf32>
+  }
+  return
+}
+"""
+
+
+def test_memref_form_outputs_are_the_written_arguments(rng):
+    rt = mlc.build(mlc.Module.parse(MEMREF_IO))
+    assert [a.is_output for a in rt.signatures["axpy"].args] == [False, False, True]
+    x, y = inputs(rng, 7)
+    out = np.zeros(7, np.float32)
+    rt["axpy"](readonly(x), y, out)  # read-only inputs are fine
+    np.testing.assert_array_equal(out, x + y)
+    with pytest.raises(mlc.ArgumentError, match="argument 2 \\(arg2\\): output array is read-only"):
+        rt["axpy"](x, y, readonly(out))
+    with pytest.raises(mlc.ArgumentError, match="output argument 2 \\(arg2\\) overlaps argument 1"):
+        rt["axpy"](x, out, out)
