@@ -378,3 +378,15 @@ def test_memref_form_outputs_are_the_written_arguments(rng):
         rt["axpy"](x, y, readonly(out))
     with pytest.raises(mlc.ArgumentError, match="output argument 2 \\(arg2\\) overlaps argument 1"):
         rt["axpy"](x, out, out)
+
+
+def test_rank3_symbolic_strides(rng):
+    a = te.placeholder(("n", "m", "k"), "float32", name="A")
+    b = te.placeholder(("n", "m", "k"), "float32", name="B")
+    c = te.compute(("n", "m", "k"), lambda i, j, l: a[i, j, l] * b[i, j, l] + 1.0, name="C")
+    f = mlc.build(te.create_prim_func([a, b, c], name="fma3"))["fma3"]
+    x, y = rng.random((2, 3, 5), dtype=np.float32), rng.random((2, 3, 5), dtype=np.float32)
+    for call in (f, f.call_checked):
+        out = np.zeros((2, 3, 5), np.float32)
+        call(x, y, out)
+        np.testing.assert_allclose(out, x * y + 1, rtol=1e-6)

@@ -137,3 +137,18 @@ def test_graph_function_outlives_vm_and_executable_and_threads(rng):
     for t in threads:
         t.join()
     assert not errors, errors[:3]
+
+
+def test_env_function_errors_are_kept_per_thread():
+    from mlc_mlir.graph.vm import _CallbackErrors
+
+    errors = _CallbackErrors()
+    errors.errors.append(("env.f", ValueError("from the main thread")))
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(list(errors.errors)))
+    t.start()
+    t.join()
+    assert seen == [[]]
+    with pytest.raises(mlc.RuntimeError_, match="from the main thread"):
+        errors.reraise()
+    errors.reraise()  # cleared
