@@ -186,6 +186,10 @@ func.func @offset(%a: memref<4xf32, strided<[1], offset: 2>>, %o: memref<4xf32>)
   linalg.copy ins(%a : memref<4xf32, strided<[1], offset: 2>>) outs(%o : memref<4xf32>)
   return
 }
+func.func @any(%a: memref<?xf32, strided<[?], offset: ?>>, %o: memref<?xf32, strided<[?], offset: ?>>) {
+  linalg.copy ins(%a : memref<?xf32, strided<[?], offset: ?>>) outs(%o : memref<?xf32, strided<[?], offset: ?>>)
+  return
+}
 """
 
 
@@ -205,6 +209,11 @@ def test_strided_memref_layouts_are_honoured_or_rejected(rng):
     out = np.zeros(4, np.float32)
     rt["offset"](y, out)
     np.testing.assert_array_equal(out, y)
+    z = rng.random(12, dtype=np.float32)
+    buf = np.zeros(12, np.float32)
+    rt["any"](z[::-2], buf[1::2])  # dynamic strides: any strides, negative too, zero-copy
+    np.testing.assert_array_equal(buf[1::2], z[::-2])
+    np.testing.assert_array_equal(buf[::2], 0)
 
 
 def copy_module(elem):
