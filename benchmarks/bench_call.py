@@ -1,7 +1,7 @@
 """Benchmark: what one call of a compiled function costs from Python, next to ``np.add``.
 
 Four calls, each timed in this process next to ``np.add(a, b, out=c)`` on 10 float32
-(the ratio is per-call time / np.add's, taken right before and after):
+(the ratio is per-call time / np.add's; best of interleaved runs of both):
 
 - ``rt["add"](a, b, c)``: a static 10-element kernel, C = A + B;
 - ``rt["addn"](a, b, c)``: the same kernel on a symbolic length ``n``; each also through
@@ -18,7 +18,6 @@ Every call is checked against NumPy before it is timed. Prints the host CPU firs
 from __future__ import annotations
 
 import platform
-import statistics
 import time
 from collections.abc import Callable
 
@@ -29,8 +28,8 @@ from mlc_mlir import te
 from mlc_mlir.graph import BlockBuilder, Var, op
 
 
-def per_call(fn: Callable[..., object], *args: object, target_s: float = 0.05, repeats: int = 7) -> float:
-    """Seconds per call of ``fn(*args)``: a calibrated loop, median of ``repeats``."""
+def per_call(fn: Callable[..., object], *args: object, target_s: float = 0.03, repeats: int = 5) -> float:
+    """Seconds per call of ``fn(*args)``: a calibrated loop, the best of ``repeats`` (least disturbed)."""
     n = 64
     while True:
         t0 = time.perf_counter()
@@ -45,7 +44,7 @@ def per_call(fn: Callable[..., object], *args: object, target_s: float = 0.05, r
         for _ in range(n):
             fn(*args)
         times.append((time.perf_counter() - t0) / n)
-    return statistics.median(times)
+    return min(times)
 
 
 def host_cpu() -> str:
@@ -97,10 +96,11 @@ def mlp_graph(params: dict[str, np.ndarray]) -> mlc.Module:
 
 def row(label: str, fn: Callable[..., object], args: tuple, ref_fn: Callable[..., object],
         ref_args: tuple, ref_label: str) -> None:
-    r0 = per_call(ref_fn, *ref_args)
-    t = per_call(fn, *args)
-    r1 = per_call(ref_fn, *ref_args)
-    ref = min(r0, r1)
+    refs, times = [], []
+    for _ in range(3):  # interleaved, so that both see the same machine load
+        refs.append(per_call(ref_fn, *ref_args))
+        times.append(per_call(fn, *args))
+    ref, t = min(refs), min(times)
     print(f"{label:44s} {t * 1e6:8.3f} us   {ref_label} {ref * 1e6:7.3f} us   ratio {t / ref:6.2f}x")
 
 
@@ -136,7 +136,7 @@ def main() -> None:
     np.testing.assert_allclose(f(x).numpy(), numpy_mlp(x), rtol=1e-4, atol=1e-4)
     row('vm["main"](x) (digits MLP, batch 1)', f, (x,), numpy_mlp, (x,), "NumPy")
     out = np.empty((1, 10), np.float32)
-    compiled = ex.rt.time_evaluator("main", number=2000, repeat=5)(x, out).median
+    compiled = ex.rt.time_evaluator("main", number=2000, repeat=5)(x, out).min
     print(f"{'  the compiled call alone (time_evaluator)':44s} {compiled * 1e6:8.3f} us")
 
 

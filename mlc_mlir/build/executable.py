@@ -206,17 +206,18 @@ class RuntimeModule:
             fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(raw)
             func = CompiledFunction(self, self.signatures[name], fn)
             func._direct = self.fast_entry(name, func._call_packed)
-            builtin = self.fast_entry(name, func.call_checked) if self._after is None else None
+            builtin = self.fast_entry(name, func.call_checked, after=self._after)
             if builtin is not None:  # a class of its own whose __call__ is the builtin
                 func.__class__ = type("CompiledFunction", (CompiledFunction,), {"__call__": builtin})
             self._funcs[name] = func
         return self._funcs[name]
 
-    def fast_entry(self, name: str, fallback: Callable[..., Any]) -> Callable[..., None] | None:
+    def fast_entry(self, name: str, fallback: Callable[..., Any], *,
+                   after: Callable[[], Any] | None = None) -> Callable[..., None] | None:
         """A builtin running ``name`` with its checks compiled in; calls it declines go to ``fallback``.
 
         None when the function has no fast entry (a non-identity layout, an unverified
-        NumPy layout). The builtin does not run ``after_call``.
+        NumPy layout). ``after`` runs after each call the builtin makes itself.
         """
         plan = self._fast_plans.get(name)
         if plan is None:
@@ -224,7 +225,7 @@ class RuntimeModule:
         address = entry_address(self.engine, plan)
         if not address:
             raise BuildError(f"compiled code has no symbol {plan.entry}")
-        return make_builtin(address, name, fallback, (self.engine, self))
+        return make_builtin(address, name, fallback, (self.engine, self), after)
 
     def __contains__(self, name: str) -> bool:
         return name in self.signatures

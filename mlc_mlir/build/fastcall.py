@@ -12,7 +12,8 @@ code, once per signature: arity; each argument an exact ``numpy.ndarray`` whose 
 the builtin descriptor; rank; C-contiguous and aligned (outputs also writeable); static
 dimensions; one value per shape symbol; no output overlapping another argument. Then it
 calls the expanded memref ABI of ``@f`` with the arrays' data pointers (releasing the GIL
-when the arguments span more than :data:`GIL_RELEASE_BYTES`) and returns ``None``. On any
+when the arguments span more than :data:`GIL_RELEASE_BYTES`), runs ``self[1]()`` unless it
+is None (the module's after-call hook) and returns ``None``. On any
 mismatch it returns ``self[0](*args)``: the Python path, which converts what it can
 (NDArray, DLPack objects, non-contiguous inputs, subclasses) and raises the
 :class:`ArgumentError` with the message users know. :func:`make_builtin` turns the
@@ -265,8 +266,21 @@ def entry_text(plan: FastPlan, lay: dict[str, int]) -> str:
     _call_kernel(e, plan, data, sizes)
     e.capi_call("PyEval_RestoreThread", [state], ["!llvm.ptr"], None)
     e("llvm.br ^done")
-    e.label("done")
+    e.label("done")  # then self[1]() unless it is None: the module's after-call hook
     none = e.pointer(id(None))
+    after = e.load("%self", tuple.__basicsize__ + 8, "!llvm.ptr")
+    e(f"llvm.cond_br {e.cmp('eq', after, none, '!llvm.ptr')}, ^ok, ^after")
+    e.label("after")
+    null = e.value("llvm.mlir.zero : !llvm.ptr")
+    res = e.capi_call("PyObject_VectorcallDict", [after, null, e.const(0), null],
+                      ["!llvm.ptr", "!llvm.ptr", "i64", "!llvm.ptr"], "!llvm.ptr")
+    e(f"llvm.cond_br {e.cmp('eq', res, null, '!llvm.ptr')}, ^raised, ^dropped")
+    e.label("raised")
+    e(f"llvm.return {null} : !llvm.ptr")
+    e.label("dropped")
+    e.capi_call("Py_DecRef", [res], ["!llvm.ptr"], None)
+    e("llvm.br ^ok")
+    e.label("ok")
     e.capi_call("Py_IncRef", [none], ["!llvm.ptr"], None)
     e(f"llvm.return {none} : !llvm.ptr")
     e.label("fallback")  # return self[0](*args): the Python path with its conversions and errors
@@ -320,11 +334,14 @@ def entry_address(engine: Any, plan: FastPlan) -> int:
     return out.value or 0
 
 
-def make_builtin(address: int, name: str, fallback: Callable[..., Any], keep_alive: tuple) -> Any:
+def make_builtin(address: int, name: str, fallback: Callable[..., Any], keep_alive: tuple,
+                 after: Callable[[], Any] | None = None) -> Any:
     """A builtin function calling the entry at ``address``; ``fallback`` gets every call it declines.
 
-    ``keep_alive`` (the ExecutionEngine and what else the code needs) lives as long as the builtin.
+    ``after`` (if not None) runs after each compiled call the entry makes itself (an
+    exception it raises propagates). ``keep_alive`` (the ExecutionEngine and what else the
+    code needs) lives as long as the builtin.
     """
     method = _PyMethodDef(name.encode(), address, _METH_FASTCALL, None)
-    # ``self`` of the builtin: the entry reads the fallback from slot 0
-    return _new_builtin(ctypes.addressof(method), (fallback, method, *keep_alive), None)
+    # ``self`` of the builtin: the entry reads the fallback from slot 0, the hook from slot 1
+    return _new_builtin(ctypes.addressof(method), (fallback, after, method, *keep_alive), None)

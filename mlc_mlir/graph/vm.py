@@ -208,8 +208,7 @@ class GraphFunction:
         self._compiled = ex.rt[sig.name]
         self._device = device
         self._checks = ex.extent_checks.get(sig.name, ())
-        self._after = ex.rt._after_call if ex.env_calls else None
-        fast = ex.rt.fast_entry(sig.name, self._declined)
+        fast = ex.rt.fast_entry(sig.name, self._declined, after=ex.rt._after_call if ex.env_calls else None)
         if fast is not None:  # this instance's own class, whose __call__ is generated code
             self.__class__ = type("GraphFunction", (GraphFunction,), {"__call__": _fast_call(self, fast)})
 
@@ -295,8 +294,7 @@ def _fast_call(gf: GraphFunction, fast: Callable[..., None]) -> Callable[..., An
         for d, dim in enumerate(spec.shape):
             if isinstance(dim, str):
                 where.setdefault(dim, f"a{i}.shape[{d}]")
-    env = {"_fast": fast, "_empty": np.empty, "_new": object.__new__, "_NDArray": NDArray, "_dev": gf._device,
-           "_after": gf._after}
+    env = {"_fast": fast, "_empty": np.empty, "_new": object.__new__, "_NDArray": NDArray, "_dev": gf._device}
     names = [f"a{i}" for i in range(n)]
     lines = ["def __call__(self, *args):", f"    if len(args) != {n}:", "        return self.call_checked(*args)",
              "    try:", f"        {''.join(x + ', ' for x in names)}= args"]
@@ -310,8 +308,6 @@ def _fast_call(gf: GraphFunction, fast: Callable[..., None]) -> Callable[..., An
         outs.append(f"o{k}")
     lines += ["    except Exception:", "        return self.call_checked(*args)",
               f"    _fast({', '.join(names + outs)})"]
-    if gf._after is not None:
-        lines.append("    _after()")
     for o in outs:  # NDArray._wrap, inlined
         lines += [f"    r{o} = _new(_NDArray)", f"    r{o}.device = _dev", f"    r{o}._data = {o}"]
     lines.append(f"    return {'r' + outs[0] if len(outs) == 1 else '(' + ', '.join('r' + o for o in outs) + ',)'}")

@@ -399,3 +399,27 @@ def test_rank3_symbolic_strides(rng):
         out = np.zeros((2, 3, 5), np.float32)
         call(x, y, out)
         np.testing.assert_allclose(out, x * y + 1, rtol=1e-6)
+
+
+def test_after_call_hook_runs_once_per_call_and_may_raise(rng):
+    from mlc_mlir.build import compile_module
+
+    calls = []
+
+    def hook():
+        calls.append(1)
+        if len(calls) == 3:
+            raise mlc.RuntimeError_("hook failed on call 3")
+
+    f = compile_module(add_kernel("n", "addn"), after_call=hook)["addn"]
+    assert type(type(f).__call__).__name__ == "builtin_function_or_method"
+    a, b = inputs(rng)
+    c = np.zeros(10, np.float32)
+    f(a, b, c)                          # fast entry
+    f(mlc.runtime.array(a), b, c)       # declined: the checked path
+    assert len(calls) == 2
+    with pytest.raises(mlc.RuntimeError_, match="hook failed on call 3"):
+        f(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+    f(a, b, c)
+    assert len(calls) == 4
