@@ -79,7 +79,10 @@ class NDArray:
         src = as_numpy(source)
         if src.shape != self.shape:
             raise RuntimeError_(f"copyfrom: shape {src.shape} differs from {self.shape}")
-        self._data[...] = src
+        try:
+            self._data[...] = src
+        except (TypeError, ValueError) as exc:
+            raise RuntimeError_(f"copyfrom: cannot copy {src.dtype} data into {self.dtype}: {exc}") from None
         return self
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:

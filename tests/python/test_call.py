@@ -423,3 +423,13 @@ def test_after_call_hook_runs_once_per_call_and_may_raise(rng):
     np.testing.assert_array_equal(c, a + b)
     f(a, b, c)
     assert len(calls) == 4
+
+
+def test_copyfrom_errors():
+    arr = mlc.runtime.empty((2,), "float32")
+    arr.copyfrom(np.array([1.5, 2.5]))
+    np.testing.assert_array_equal(arr.numpy(), [1.5, 2.5])
+    with pytest.raises(mlc.RuntimeError_, match="shape \\(3,\\) differs from \\(2,\\)"):
+        arr.copyfrom([1, 2, 3])
+    with pytest.raises(mlc.RuntimeError_, match="cannot copy <U1 data into float32"):
+        arr.copyfrom(np.array(["a", "b"]))
