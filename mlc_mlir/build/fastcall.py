@@ -236,26 +236,11 @@ def _call_kernel(e: _Emitter, plan: FastPlan, data: list[str], sizes: list[list[
     e(f"llvm.call {_sym(plan.name)}({', '.join(args)}) : ({', '.join(plan.callee_types())}) -> ()")
 
 
-def entry_text(plan: FastPlan, lay: dict[str, int]) -> str:
-    """LLVM-dialect text of ``mlc_pyfn_<name>`` (see the module docstring)."""
-    e = _Emitter()
-    n = len(plan.dims)
-    e(f"llvm.cond_br {e.cmp('eq', '%nargs', e.const(n))}, ^args, ^fallback")
-    e.label("args")
-    symbols: dict[str, str] = {}
-    data, sizes = [], []
-    for k in range(n):
-        obj = e.load("%args", k, "!llvm.ptr", "!llvm.ptr")
-        ptr, row = _check_argument(e, k, obj, plan, lay, symbols)
-        data.append(ptr)
-        sizes.append(row)
-    lo, hi = _byte_ranges(e, plan, data, sizes)
-    overlaps = [e.op("and", e.cmp("ult", lo[o], hi[k]), e.cmp("ult", lo[k], hi[o]), "i1")
-                for o in range(n) if plan.outputs[o] for k in range(n) if k != o]
-    e(f"llvm.cond_br {e.reduce('or', overlaps)}, ^fallback, ^checked" if overlaps else "llvm.br ^checked")
-    e.label("checked")
+def _run(e: _Emitter, plan: FastPlan, data: list[str], sizes: list[list[str]], lo: list[str],
+         hi: list[str]) -> None:
+    """The kernel call (without the GIL above GIL_RELEASE_BYTES), the hook ``self[1]``, return None."""
     total = e.const(0)
-    for k in range(n):
+    for k in range(len(data)):
         total = e.op("add", total, e.op("sub", hi[k], lo[k]))
     e(f"llvm.cond_br {e.cmp('ugt', total, e.const(GIL_RELEASE_BYTES))}, ^nogil, ^gil")
     e.label("gil")
@@ -275,7 +260,7 @@ def entry_text(plan: FastPlan, lay: dict[str, int]) -> str:
     res = e.capi_call("PyObject_VectorcallDict", [after, null, e.const(0), null],
                       ["!llvm.ptr", "!llvm.ptr", "i64", "!llvm.ptr"], "!llvm.ptr")
     e(f"llvm.cond_br {e.cmp('eq', res, null, '!llvm.ptr')}, ^raised, ^dropped")
-    e.label("raised")
+    e.label("raised")  # the hook raised: return NULL with its exception set
     e(f"llvm.return {null} : !llvm.ptr")
     e.label("dropped")
     e.capi_call("Py_DecRef", [res], ["!llvm.ptr"], None)
@@ -283,6 +268,27 @@ def entry_text(plan: FastPlan, lay: dict[str, int]) -> str:
     e.label("ok")
     e.capi_call("Py_IncRef", [none], ["!llvm.ptr"], None)
     e(f"llvm.return {none} : !llvm.ptr")
+
+
+def entry_text(plan: FastPlan, lay: dict[str, int]) -> str:
+    """LLVM-dialect text of ``mlc_pyfn_<name>`` (see the module docstring)."""
+    e = _Emitter()
+    n = len(plan.dims)
+    e(f"llvm.cond_br {e.cmp('eq', '%nargs', e.const(n))}, ^args, ^fallback")
+    e.label("args")
+    symbols: dict[str, str] = {}
+    data, sizes = [], []
+    for k in range(n):
+        obj = e.load("%args", k, "!llvm.ptr", "!llvm.ptr")
+        ptr, row = _check_argument(e, k, obj, plan, lay, symbols)
+        data.append(ptr)
+        sizes.append(row)
+    lo, hi = _byte_ranges(e, plan, data, sizes)
+    overlaps = [e.op("and", e.cmp("ult", lo[o], hi[k]), e.cmp("ult", lo[k], hi[o]), "i1")
+                for o in range(n) if plan.outputs[o] for k in range(n) if k != o]
+    e(f"llvm.cond_br {e.reduce('or', overlaps)}, ^fallback, ^checked" if overlaps else "llvm.br ^checked")
+    e.label("checked")
+    _run(e, plan, data, sizes, lo, hi)
     e.label("fallback")  # return self[0](*args): the Python path with its conversions and errors
     slow = e.load("%self", tuple.__basicsize__, "!llvm.ptr")
     null = e.value("llvm.mlir.zero : !llvm.ptr")
