@@ -12,9 +12,9 @@ code, once per signature: arity; each argument an exact ``numpy.ndarray`` whose 
 the builtin descriptor; rank; C-contiguous and aligned (outputs also writeable); static
 dimensions; one value per shape symbol; no output overlapping another argument. Then it
 calls the expanded memref ABI of ``@f`` with the arrays' data pointers (releasing the GIL
-when the arguments span more than :data:`GIL_RELEASE_BYTES`), runs ``self[1]()`` unless it
-is None (the module's after-call hook) and returns ``None``. On any
-mismatch it returns ``self[0](*args)``: the Python path, which converts what it can
+when the arguments span more than :data:`GIL_RELEASE_BYTES`), runs ``self[1]()`` unless
+it is None (the module's after-call hook) and returns ``None``. On any mismatch it
+returns ``self[0](*args)``: the Python path, which converts what it can
 (NDArray, DLPack objects, non-contiguous inputs, subclasses) and raises the
 :class:`ArgumentError` with the message users know. :func:`make_builtin` turns the
 entry's address into a builtin function object (``PyCFunction_NewEx``), so a call costs a
@@ -25,8 +25,9 @@ The entries read NumPy's ``PyArrayObject_fields`` (public C API) at fixed offset
 not read back, no entry is emitted (every call takes the Python path). The code embeds
 addresses of this process (``numpy.ndarray``, dtype singletons, ``None``, C-API
 functions): a built module belongs to the process that built it. The builtin's ``self``
-tuple holds the fallback, its ``PyMethodDef`` and the ``ExecutionEngine``, so the code
-outlives every builtin made from it. Entries keep no state: threads may call one builtin
+tuple holds the fallback, the hook, its ``PyMethodDef``, the ``ExecutionEngine`` and the
+RuntimeModule (with the callbacks compiled code calls), so the code outlives every
+builtin made from it. Entries keep no state: threads may call one builtin
 concurrently.
 """
 
@@ -45,7 +46,8 @@ from mlir import ir
 from ..runtime.memref import MLIR_TO_NUMPY
 from .abi import FuncSignature
 
-__all__ = ["FastPlan", "GIL_RELEASE_BYTES", "add_entries", "entry_address", "fast_plans", "make_builtin", "ndarray_layout", "plan_of"]
+__all__ = ["FastPlan", "GIL_RELEASE_BYTES", "add_entries", "entry_address", "fast_plans", "make_builtin",
+           "ndarray_layout", "plan_of"]
 
 #: arguments spanning more bytes than this run with the GIL released
 GIL_RELEASE_BYTES = 1 << 16
