@@ -152,3 +152,42 @@ def test_env_function_errors_are_kept_per_thread():
     with pytest.raises(mlc.RuntimeError_, match="from the main thread"):
         errors.reraise()
     errors.reraise()  # cleared
+
+
+def test_two_outputs_on_the_generated_path(rng):
+    bb = BlockBuilder()
+    a, b = Var("a", ("n", 3), "float32"), Var("b", ("n", 3), "float32")
+    with bb.function("main", [a, b]):
+        with bb.dataflow():
+            s = bb.emit_output(op.add(a, b))
+            p = bb.emit_output(op.multiply(a, b))
+        bb.emit_func_output((s, p))
+    f = mlc.graph.VirtualMachine(mlc.graph.build(bb.get()))["main"]
+    x, y = rng.random((4, 3), dtype=np.float32), rng.random((4, 3), dtype=np.float32)
+    for args in ((x, y), (mlc.runtime.array(x), y)):
+        s_out, p_out = f(*args)
+        np.testing.assert_array_equal(s_out.numpy(), x + y)
+        np.testing.assert_array_equal(p_out.numpy(), x * y)
+
+
+KERN_MEMREF = """
+func.func @mkern(%a: memref<2x3xf32>, %o: memref<2x3xf32>) {
+  %one = arith.constant 1.0 : f32
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]} ins(%a : memref<2x3xf32>) outs(%o : memref<2x3xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %s = arith.addf %x, %one : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+"""
+
+
+def test_static_memref_kernel_called_with_a_symbolic_argument(rng):
+    vm = graph_vm([Var("x", ("n", 3), "float32")],
+                  lambda x: op.call_tir("mkern", (x,), ("n", 3), "float32"), mlc.Module.parse(KERN_MEMREF))
+    with pytest.raises(mlc.ArgumentError, match="dimension 0 is 7, but n must be 2: @mkern argument 0"):
+        vm["main"](np.ones((7, 3), np.float32))
+    x = rng.random((2, 3), dtype=np.float32)
+    np.testing.assert_array_equal(vm["main"](x).numpy(), x + 1)
