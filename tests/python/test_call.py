@@ -433,3 +433,50 @@ def test_copyfrom_errors():
         arr.copyfrom([1, 2, 3])
     with pytest.raises(mlc.RuntimeError_, match="cannot copy <U1 data into float32"):
         arr.copyfrom(np.array(["a", "b"]))
+
+
+def random_argument(r, n, is_output):
+    """An array of length about ``n`` with a random dtype, rank, layout, flags (or an NDArray)."""
+    kind = r.integers(0, 9)
+    size = n if r.random() < 0.8 else int(r.integers(0, 12))
+    dtype = np.float32 if r.random() < 0.85 else r.choice([np.float64, np.int32, np.float16])
+    if kind == 0:
+        return np.zeros(2 * size, dtype)[::2]
+    if kind == 1:
+        return np.zeros((1, size), dtype)
+    if kind == 2:
+        x = np.zeros(size, dtype)
+        x.flags.writeable = False
+        return x
+    if kind == 3:
+        return mlc.runtime.array(np.zeros(size, dtype))
+    return np.zeros(size, dtype) if not is_output or r.random() < 0.9 else np.zeros(size, dtype).view(Sub)
+
+
+@pytest.mark.parametrize("name", ["add", "addn"])
+def test_fast_entry_and_checked_path_agree_on_random_calls(name):
+    """Seeded random calls: the builtin and call_checked raise the same error or give the same result."""
+    f = mlc.build(add_kernel(10 if name == "add" else "n", name))[name]
+    r = np.random.default_rng(42)
+    outcomes = set()
+    for _ in range(300):
+        n = 10 if r.random() < 0.7 else int(r.integers(0, 12))
+        args = [random_argument(r, n, k == 2) for k in range(3)]
+        if r.random() < 0.15:  # aliasing: the output is (a view of) an input
+            args[2] = args[int(r.integers(0, 2))]
+        if r.random() < 0.05:
+            args = args[:int(r.integers(0, 3))]
+        results = []
+        for call in (f, f.call_checked):
+            for a in args:  # the same contents before each call
+                view = np.asarray(a)
+                if view.flags.writeable:
+                    view[...] = np.arange(view.size).reshape(view.shape)
+            try:
+                call(*args)
+                results.append(("ok", np.array(np.asarray(args[2]), copy=True).tolist()))
+            except mlc.ArgumentError as exc:
+                results.append(("error", str(exc)))
+        assert results[0] == results[1], (results, [getattr(a, "shape", a) for a in args])
+        outcomes.add(results[0][0])
+    assert outcomes == {"ok", "error"}
