@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,13 +11,14 @@ from mlir.execution_engine import ExecutionEngine
 from ..context import mlc_context
 from ..errors import BuildError
 from ..ir import Module
-from .abi import FuncSignature, to_memref_abi
-from .fastcall import add_entries, fast_plans
+from .abi import FuncSignature
 from .executable import CompiledFunction, ProfileResult, RuntimeModule
-from .pipeline import Stage, cpu_stages, mlir_lib, openmp_lib, run_pipeline, run_stages, uses_parallel_loops
+from .pipeline import (Compilation, Stage, build_stages, codegen_stages, cpu_stages, mlir_lib, openmp_lib,
+                       run_pipeline, run_stage, run_stages, uses_parallel_loops)
 
 __all__ = ["build", "compile_module", "RuntimeModule", "CompiledFunction", "ProfileResult",
-           "Stage", "cpu_stages", "run_pipeline", "run_stages", "FuncSignature"]
+           "Stage", "Compilation", "cpu_stages", "codegen_stages", "build_stages", "run_pipeline",
+           "run_stage", "run_stages", "FuncSignature"]
 
 _TARGETS = ("llvm", "cpu")
 
@@ -32,8 +32,10 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 3,
         target: ``"llvm"`` (host CPU, its vector features), or ``"cuda"`` /
             ``"cuda -arch=sm_90"`` (loop nests bound with ``sch.bind``; see
             :func:`mlc_mlir.build.cuda.build_cuda`).
-        opt_level: LLVM optimisation level 0-3.
-        print_after_all: print the IR after each pipeline stage to stderr.
+        opt_level: LLVM optimisation level 0-3 (``mlc.graph.build`` calls this one
+            ``llvm_opt_level``; its ``opt_level`` is the graph optimisation level).
+        print_after_all: print the IR after each pipeline stage (named as in
+            :func:`codegen_stages`) to stderr.
         arch: CUDA chip (``"sm_90"``) for ``target="cuda"``.
 
     Returns:
@@ -69,44 +71,49 @@ def _check_target(target: str) -> str:
 
 def compile_module(mod: Module, *, opt_level: int = 3, print_after_all: bool = False,
                    target: str = "llvm", extra_stages: list[Stage] | None = None,
-                   callbacks: Mapping[str, Any] | None = None,
-                   after_call: Callable[[], None] | None = None) -> RuntimeModule:
-    """Lower a copy of ``mod`` and JIT it (the engine of :func:`build` and graph builds).
+                   callbacks: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
+                   after_call: Callable[[], None] | None = None,
+                   stages: list[Stage] | None = None, state: Compilation | None = None) -> RuntimeModule:
+    """Run the pipeline on a copy of ``mod`` and JIT it (the engine of :func:`build` and graph builds).
 
     Args:
-        extra_stages: stages run before the ABI rewrite (e.g. graph lowering).
+        opt_level: LLVM optimisation level 0-3 (of the JIT; not the graph ``opt_level``).
+        extra_stages: stages run before :func:`codegen_stages` (ignored with ``stages``).
         callbacks: symbol name -> ctypes function registered on the engine (Python
-            functions that compiled code calls).
+            functions that compiled code calls), or a function returning that mapping
+            once the stages ran (graph builds learn their environment functions then).
         after_call: run after every call of a compiled function (e.g. to re-raise errors
             captured inside callbacks).
+        stages, state: the whole stage list and the :class:`Compilation` it records into
+            (default: ``extra_stages + codegen_stages(state)``).
     """
     if not 0 <= opt_level <= 3:
         raise BuildError(f"opt_level must be 0..3, got {opt_level}")
+    state = Compilation() if state is None else state
+    if stages is None:
+        stages = [*(extra_stages or []), *codegen_stages(state)]
     work = mod.clone()
     source = work.script()
-    module = work.mlir_module
     with mlc_context():
-        if extra_stages:
-            run_stages(module, extra_stages, print_after_all=print_after_all)
-        # Calls between functions are inlined first: the memref ABI changes public
-        # signatures, and calls returning memrefs trip the deallocation pipeline.
-        run_pipeline(module, "inline", stage="inline")
-        signatures = to_memref_abi(module)
-        if not signatures:
-            raise BuildError("the module has no public function to compile")
-        parallel = uses_parallel_loops(module)
-        run_stages(module, cpu_stages(parallel=parallel), print_after_all=print_after_all)
-        plans = add_entries(module, fast_plans(signatures))  # rt["f"](...) as a builtin (fastcall.py)
-        libs = [mlir_lib("libmlir_c_runner_utils.so")]
-        if parallel:
-            libs.append(openmp_lib())
-        try:
-            engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=libs)
-        except (RuntimeError, ir.MLIRError) as exc:
-            raise BuildError(f"JIT compilation failed: {exc}") from None
-        for name, cb in (callbacks or {}).items():
-            engine.register_runtime(name, cb)
-        engine.initialize()
-    return RuntimeModule(engine=engine, signatures=signatures, lowered=module, source=source,
-                         target=target, after_call=after_call, keep_alive=list((callbacks or {}).values()),
-                         fast_plans=plans)
+        module = run_stages(work, stages, print_after_all=print_after_all).mlir_module
+        if callable(callbacks):
+            callbacks = callbacks()
+        engine = _jit(module, state, opt_level, callbacks)
+    return RuntimeModule(engine=engine, signatures=state.signatures, lowered=module,
+                         source=state.source or source, target=target, after_call=after_call,
+                         keep_alive=list((callbacks or {}).values()), fast_plans=state.plans)
+
+
+def _jit(module: ir.Module, state: Compilation, opt_level: int,
+         callbacks: Mapping[str, Any] | None) -> ExecutionEngine:
+    libs = [mlir_lib("libmlir_c_runner_utils.so")]
+    if state.parallel:
+        libs.append(openmp_lib())
+    try:
+        engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=libs)
+    except (RuntimeError, ir.MLIRError) as exc:
+        raise BuildError(f"JIT compilation failed: {exc}") from None
+    for name, cb in (callbacks or {}).items():
+        engine.register_runtime(name, cb)
+    engine.initialize()
+    return engine

@@ -31,11 +31,11 @@ from ..errors import BuildError, MlcError
 from ..ir import Module
 from ..runtime import cuda_device as cu
 from ..runtime.mgpu import KernelRuntime
-from .abi import FuncSignature, to_memref_abi
+from .abi import FuncSignature
 from .cuda_call import CudaFunction, cuda_time_evaluator
 from .executable import ProfileResult, RuntimeModule
 from .gpu_pipeline import ARCH_PTX_FEATURES, CudaTarget, cuda_stages, parse_cuda_target
-from .pipeline import Stage, mlir_lib, run_pipeline, run_stages
+from .pipeline import Compilation, Stage, mlir_lib, run_pipeline, run_stages
 
 __all__ = ["build_cuda", "CudaModule", "cuda_driver", "device_arch", "NO_DRIVER"]
 
@@ -182,7 +182,8 @@ def jit_host(lowered: ir.Module, *, opt_level: int, shared_libs: Sequence[str]) 
 
 
 def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: int = 3,
-               print_after_all: bool = False, extra_stages: list[Stage] | None = None) -> CudaModule:
+               print_after_all: bool = False, extra_stages: list[Stage] | None = None,
+               state: Compilation | None = None) -> CudaModule:
     """Compile the bound tensor programs of ``mod`` for a CUDA GPU (see the module docstring).
 
     Args:
@@ -193,7 +194,8 @@ def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: 
             present and supported, else ``sm_90``.
         opt_level: optimisation level for NVVM and the host JIT (0-3).
         print_after_all: print the IR after each stage to stderr.
-        extra_stages: stages run before the ABI rewrite (graph builds: inlining).
+        extra_stages: stages run before the ABI rewrite (graph builds: the graph stages).
+        state: the :class:`~.pipeline.Compilation` those stages record into.
 
     Raises:
         BuildError: unknown option or chip, an unbound computation, an unsupported
@@ -208,17 +210,18 @@ def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: 
     source = work.script()
     module = work.mlir_module
     snapshots: dict[str, str] = {}
+    state = Compilation() if state is None else state
+    stages = [*(extra_stages or []), Stage("inline", "inline"), Stage("memref-abi", state.memref_abi),
+              *cuda_stages(cuda, state.signatures, opt_level=opt_level)]  # signatures: filled by memref-abi
+
+    def snapshot(stage: Stage, done: Module) -> None:
+        if stage.name in _SNAPSHOTS.values():
+            snapshots[stage.name] = str(done.mlir_module)
+
     with mlc_context():
-        if extra_stages:
-            run_stages(module, extra_stages, print_after_all=print_after_all)
-        run_pipeline(module, "inline", stage="inline")
-        signatures = to_memref_abi(module)
-        if not signatures:
-            raise BuildError("the module has no public function to compile")
-        for stage in cuda_stages(cuda, signatures, opt_level=opt_level):
-            run_stages(module, [stage], print_after_all=print_after_all)
-            if stage.name in _SNAPSHOTS.values():
-                snapshots[stage.name] = str(module)
+        module = run_stages(work, stages, print_after_all=print_after_all, after_stage=snapshot).mlir_module
+    signatures = state.signatures
+    source = state.source or source
     unavailable = _unavailable_reason(cuda)
     engine, runtime = None, KernelRuntime(0)
     if unavailable is None:

@@ -6,7 +6,7 @@ from ..context import mlc_context
 from ..ir import Module
 from ..passes import register_pass
 from .abi import to_memref_abi
-from .pipeline import cpu_stages, run_stages, uses_parallel_loops
+from .pipeline import Compilation, codegen_stages, run_stages
 from .vector_opt import optimize_vectors
 
 __all__ = ["memref_abi", "lower_to_llvm", "vector_opt"]
@@ -20,13 +20,12 @@ def memref_abi(mod: Module) -> Module:
     return mod
 
 
-@register_pass("lower-to-llvm", "memref ABI, bufferization and the CPU pipeline down to the LLVM dialect")
+@register_pass("lower-to-llvm", "the stages of mlc.build: inline, memref ABI, the CPU pipeline down to "
+                                "the LLVM dialect, fast entries")
 def lower_to_llvm(mod: Module) -> Module:
-    """Run the whole CPU build pipeline of ``mlc.build`` (without the JIT)."""
-    memref_abi(mod)
+    """Run exactly the stages of ``mlc.build`` (:func:`codegen_stages`), without the JIT."""
     with mlc_context():
-        run_stages(mod.mlir_module, cpu_stages(parallel=uses_parallel_loops(mod.mlir_module)))
-    return mod
+        return run_stages(mod, codegen_stages(Compilation()))
 
 
 @register_pass("vector-opt", "the build's vector-opt stage on bufferized code: accumulators hoisted, "

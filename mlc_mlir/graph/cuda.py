@@ -17,25 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ..build import Stage
 from ..build.cuda import build_cuda
-from ..context import mlc_context
-from ..errors import ArgumentError, GraphError
+from ..errors import ArgumentError
 from ..ir import Module
 from ..runtime import Device
 from ..runtime import cuda_device as cu
-from ..schedule.gpu_rules import default_gpu_schedule
-from .analysis import clone_module
-from .legalize import legalize
-from .lower import lower_graph_functions
-from .optimize import optimize
-from .outline import inline_graph_calls
-from .verify import verify_graph
 
 __all__ = ["build_graph_cuda", "CudaGraphFunction"]
-
-_GRAPH_STAGES = [Stage("graph-inline", "inline,symbol-dce")]
-
 
 def build_graph_cuda(mod: Module, target: str, *, opt_level: int = 2, op_map: dict | None = None,
                      llvm_opt_level: int = 3, print_after_all: bool = False) -> Any:
@@ -48,24 +36,14 @@ def build_graph_cuda(mod: Module, target: str, *, opt_level: int = 2, op_map: di
     """
     from .vm import Executable, _CallbackErrors
 
-    verify_graph(mod, check_env=True)
-    work = optimize(mod, opt_level=opt_level, op_map=op_map, print_after_all=print_after_all)
-    with mlc_context():
-        inline_graph_calls(work.mlir_module)
-    legalize(work, op_map)
-    work = default_gpu_schedule(work)
-    optimized = clone_module(work)
-    with mlc_context():
-        signatures, env_calls = lower_graph_functions(work.mlir_module)
-    if not signatures:
-        raise GraphError(f"graph.build: the module has no graph function (functions: {mod.functions}); "
-                         "use mlc.build for tensor programs alone")
-    if env_calls:
-        raise GraphError(f"graph.build(target={target!r}): environment functions "
-                         f"{sorted({c.name for c in env_calls})} run Python on the host, which the cuda "
-                         "build does not support; legalize them into tensor programs (op_map)")
-    rt = build_cuda(work, str(target), opt_level=llvm_opt_level, print_after_all=print_after_all,
-                    extra_stages=_GRAPH_STAGES)
+    from ..build.pipeline import Compilation
+    from .pipeline import graph_stages
+
+    state = Compilation()
+    stages = graph_stages(state, opt_level=opt_level, op_map=op_map, gpu_target=str(target))
+    rt = build_cuda(mod, str(target), opt_level=llvm_opt_level, print_after_all=print_after_all,
+                    extra_stages=stages, state=state)
+    signatures, optimized = state.graph_signatures, state.optimized
     return Executable(rt, signatures, [], _CallbackErrors(), mod, optimized)
 
 

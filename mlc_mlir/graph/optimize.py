@@ -17,9 +17,7 @@ stage                  opt_level  what
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-
+from ..build.pipeline import Stage, run_stages
 from ..errors import GraphError
 from ..ir import Module
 from .analysis import clone_module, graph_functions, walk_ops
@@ -32,20 +30,20 @@ __all__ = ["optimization_stages", "optimize", "count_kernels", "MAX_OPT_LEVEL"]
 
 MAX_OPT_LEVEL = 3
 
-Stage = tuple[str, Callable[[Module], Module]]
-
 
 def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None = None) -> list[Stage]:
-    """The (name, pass) stages of ``opt_level`` (0 to 3), in order."""
+    """The graph stages (:class:`~mlc_mlir.build.pipeline.Stage`) of ``opt_level`` (0 to 3), in order."""
     from .transform import LegalizeOps
 
     if not isinstance(opt_level, int) or isinstance(opt_level, bool) or not 0 <= opt_level <= MAX_OPT_LEVEL:
         raise GraphError(f"opt_level must be an int from 0 to {MAX_OPT_LEVEL}, got {opt_level!r}")
     stages: list[Stage] = []
     if opt_level >= 2:
-        stages += [("rewrite-ewise-fma", ewise_fma), ("remove-unused", remove_all_unused)]
+        stages += [Stage("rewrite-ewise-fma", ewise_fma, graph=True),
+                   Stage("remove-unused", remove_all_unused, graph=True)]
     if opt_level >= 1:
-        stages += [("fuse-ops", FuseOps()), ("legalize-ops", LegalizeOps(op_map)), ("fuse-tir", FuseTIR())]
+        stages += [Stage("fuse-ops", FuseOps(), graph=True), Stage("legalize-ops", LegalizeOps(op_map), graph=True),
+                   Stage("fuse-tir", FuseTIR(), graph=True)]
     return stages
 
 
@@ -63,13 +61,7 @@ def optimize(mod: Module, *, opt_level: int = 2, op_map: dict[str, LegalizeRule]
         The optimized copy (``mod`` itself is left untouched).
     """
     stages = optimization_stages(opt_level, op_map)
-    out = clone_module(mod)
-    for name, run in stages:
-        out = run(out)
-        if print_after_all:
-            print(f"// -----// IR Dump After {name} //----- //", file=sys.stderr)
-            print(out.script(), file=sys.stderr)
-    return out
+    return run_stages(clone_module(mod), stages, print_after_all=print_after_all)
 
 
 def count_kernels(mod: Module) -> int:

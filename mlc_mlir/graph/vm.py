@@ -33,25 +33,18 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
-from ..build import RuntimeModule, Stage, compile_module
-from ..context import mlc_context
+from ..build import RuntimeModule, compile_module
+from ..build.pipeline import Compilation, build_stages
 from ..errors import ArgumentError, GraphError, RuntimeError_
 from ..ir import Module
 from ..runtime import Device, NDArray, as_numpy, cpu, get_func
 from ..runtime.memref import descriptor_class, view
 from .expr import format_shape
-from .analysis import clone_module, func_name, graph_functions, value_shapes, walk_ops
-from .legalize import legalize
-from .lower import EnvCall, GraphSignature, lower_graph_functions
-from .optimize import optimize
-from .outline import inline_graph_calls
-from .verify import verify_graph
+from .analysis import func_name, graph_functions, value_shapes, walk_ops
+from .lower import EnvCall, GraphSignature
 
 __all__ = ["build", "Executable", "VirtualMachine", "GraphFunction"]
 
-#: stages run on the lowered module before the ABI rewrite: inline the tensor programs
-#: into the graph functions and drop the ones nothing calls any more
-_GRAPH_STAGES = [Stage("graph-inline", "inline,symbol-dce")]
 
 
 class _CallbackErrors:
@@ -149,23 +142,17 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
                                 print_after_all=print_after_all)
     if str(target).split()[0] not in ("llvm", "cpu"):
         raise GraphError(f"graph.build: unsupported target {target!r}; supported: 'llvm'")
-    verify_graph(mod, check_env=True)
-    work = optimize(mod, opt_level=opt_level, op_map=op_map, print_after_all=print_after_all)
-    with mlc_context():
-        inline_graph_calls(work.mlir_module)  # primitive functions FuseTIR did not turn into programs
-    legalize(work, op_map)
-    optimized = clone_module(work)
-    with mlc_context():
-        checks = static_extent_checks(optimized.mlir_module)
-        signatures, env_calls = lower_graph_functions(work.mlir_module)
-    if not signatures:
-        raise GraphError(f"graph.build: the module has no graph function (functions: {mod.functions}); "
-                         "use mlc.build for tensor programs alone")
+    state = Compilation()
+    stages = build_stages(state, graph=True, opt_level=opt_level, op_map=op_map)
     errors = _CallbackErrors()
-    callbacks = {c.symbol: _make_callback(c, errors) for c in env_calls}
-    rt = compile_module(work, opt_level=llvm_opt_level, print_after_all=print_after_all,
-                        extra_stages=_GRAPH_STAGES, callbacks=callbacks, after_call=errors.reraise)
-    return Executable(rt, signatures, env_calls, errors, mod, optimized, checks)
+
+    def callbacks() -> dict[str, Any]:  # environment functions are known once lowered
+        return {c.symbol: _make_callback(c, errors) for c in state.env_calls}
+
+    rt = compile_module(mod, opt_level=llvm_opt_level, print_after_all=print_after_all, stages=stages,
+                        state=state, callbacks=callbacks, after_call=errors.reraise)
+    return Executable(rt, state.graph_signatures, state.env_calls, errors, mod, state.optimized,
+                      state.extent_checks)
 
 
 ExtentCheck = tuple[str, int, str]  # (symbol, static size, "@callee argument k dimension d")

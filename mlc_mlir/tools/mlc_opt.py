@@ -1,5 +1,8 @@
 """``mlc-opt``: mlir-opt with the project's dialects and passes.
 
+Each command-line option becomes a :class:`~mlc_mlir.build.pipeline.Stage` run by the
+pipeline's runner (:func:`~mlc_mlir.build.pipeline.run_stage`), as in ``mlc.build``.
+
     mlc-opt FILE [--pass-pipeline=PIPELINE] [--mlc-PASS ...] [--transform-script=FILE]
             [--split-input-file] [--verify-diagnostics] [-o OUT]
 
@@ -12,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from mlir import ir
 
-from ..context import diagnostics_text, mlc_context
+from ..build.pipeline import Stage, run_stage
+from ..context import mlc_context
 from ..errors import MlcError
 from ..ir import Module
 from ..passes import get_pass, list_passes
@@ -28,12 +31,7 @@ __all__ = ["main"]
 SPLIT_MARKER = "// -----"
 
 
-class _Stage:
-    def __init__(self, label: str, run: Callable[[Module], Module]):
-        self.label, self.run = label, run
-
-
-def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[_Stage]]:
+def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[Stage]]:
     parser = argparse.ArgumentParser(
         prog="mlc-opt", description="Run MLIR pass pipelines and mlc-mlir passes on an MLIR file.",
         formatter_class=argparse.RawDescriptionHelpFormatter,  # one pass per line, never wrapped
@@ -50,19 +48,19 @@ def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[_Stage]]:
     parser.add_argument("--mlir-print-op-generic", action="store_true", help="print generic op form")
     parser.add_argument("--list-passes", action="store_true", help="list the project passes and exit")
     args, rest = parser.parse_known_args(argv)
-    stages: list[_Stage] = []
+    stages: list[Stage] = []
     # Order of stages = order on the command line.
     for tok in argv:
         if tok.startswith("--pass-pipeline="):
             text = tok.split("=", 1)[1]
-            stages.append(_Stage(f"pass-pipeline {text}", lambda m, t=text: _run_pipeline(m, t)))
+            stages.append(Stage(f"pass-pipeline {text}", lambda m, t=text: _run_pipeline(m, t), graph=True))
         elif tok.startswith("--transform-script="):
             path = tok.split("=", 1)[1]
-            stages.append(_Stage(f"transform-script {path}", lambda m, p=path: _apply_script(m, p)))
+            stages.append(Stage(f"transform-script {path}", lambda m, p=path: _apply_script(m, p), graph=True))
         elif tok.startswith("--mlc-"):
             name = tok[len("--mlc-"):]
             mpass = get_pass(name)  # raises MlcError naming the known passes
-            stages.append(_Stage(f"--mlc-{name}", lambda m, p=mpass: p.run(m) or m))
+            stages.append(Stage(f"--mlc-{name}", mpass.run, graph=True))
     unknown = [t for t in rest if not t.startswith("--mlc-")]
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -88,7 +86,7 @@ def _apply_script(mod: Module, path: str) -> Module:
     return apply_transform_script(mod, Path(path).read_text())
 
 
-def _process(chunk: str, stages: list[_Stage], diags: list[Diag], name: str) -> Module | None:
+def _process(chunk: str, stages: list[Stage], diags: list[Diag], name: str) -> Module | None:
     """Parse and transform one chunk; diagnostics go to ``diags``. None on failure."""
     ctx = ir.Context.current
 
@@ -106,14 +104,14 @@ def _process(chunk: str, stages: list[_Stage], diags: list[Diag], name: str) -> 
             return None
         for stage in stages:
             try:
-                mod = stage.run(mod)
+                mod = run_stage(mod, stage)
             except ir.MLIRError as exc:
                 for d in exc.error_diagnostics:
                     diags.extend(diag_from_mlir(d))
                 return None
             except (MlcError, ValueError) as exc:
                 line = getattr(exc, "line", None)
-                diags.append(Diag("error", line, f"{stage.label}: {exc}"))
+                diags.append(Diag("error", line, f"{stage.name}: {exc}"))
                 return None
         return mod
     finally:
