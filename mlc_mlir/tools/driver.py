@@ -137,9 +137,7 @@ class Driver:
         try:
             pm = PassManager.parse(st.text)
         except ValueError as exc:
-            msg = str(exc).rstrip("\n")
-            prefix = "" if msg.startswith("MLIR Textual PassPipeline Parser") else "<unknown>:0: error: "
-            raise UsageError(prefix + msg) from None
+            raise UsageError("<unknown>:0: error: " + str(exc)) from None
         if f.get("dump-pass-pipeline"):
             sys.stderr.write(pretty_pipeline(str(pm)))
         pm.enable_verifier(bool(f.get("verify-each", True)))

@@ -5,8 +5,8 @@ nesting: a pass restricted to another op (``func.func``, ``gpu.module``, ``spirv
 runs in a nested pass manager on that op. The Python bindings only parse textual
 pipelines, so each pass is validated by parsing ``builtin.module(pass{options})``; when the
 registry answers that the pass is restricted to op ``X``, it is nested as ``X(pass)``.
-Consecutive passes are grouped into one pipeline, and consecutive passes nested on the same
-op share one nested pass manager, as in mlir-opt.
+Consecutive passes are grouped into one pipeline; each nested pass gets its own nested pass
+manager, as in mlir-opt's ``--dump-pass-pipeline``.
 """
 
 from __future__ import annotations
@@ -75,23 +75,14 @@ def _anchor(stage: Stage) -> tuple[str | None, str]:
             return anchor, elem
         except ValueError as exc:
             msg = str(exc)
-    raise UsageError(f"<unknown>:0: error: {msg.strip()}") from None
+    # mlir-opt reports the option parser's message, without the bindings' "failed to add" line.
+    text = msg.split("failed to add `")[0].rstrip("\n")
+    raise UsageError("<unknown>:0: error: " + (text + "\n" if text else "")) from None
 
 
 def _group(elems: list[tuple[str | None, str]]) -> str:
-    parts: list[str] = []
-    i = 0
-    while i < len(elems):
-        anchor, elem = elems[i]
-        if anchor is None:
-            parts.append(elem)
-            i += 1
-            continue
-        nested = []
-        while i < len(elems) and elems[i][0] == anchor:
-            nested.append(elems[i][1])
-            i += 1
-        parts.append(f"{anchor}({','.join(nested)})")
+    # mlir-opt nests each op-restricted pass on its own (its dump shows one nest per pass).
+    parts = [elem if anchor is None else f"{anchor}({elem})" for anchor, elem in elems]
     return f"builtin.module({','.join(parts)})"
 
 

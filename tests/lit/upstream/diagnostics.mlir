@@ -25,7 +25,7 @@ func.func @second(%x: i32) {
 // CHECK-NEXT: {{^}}                      ^
 
 // VERIFY: diagnostics.mlir:[[# @LINE - 7]]:23: error: unexpected error: use of undeclared SSA value name
-// VERIFY: diagnostics.mlir:[[# @LINE + 5]]:3: error: unexpected error: type of return operand 0
+// VERIFY: diagnostics.mlir:[[# @LINE + 6]]:3: error: unexpected error: type of return operand 0
 // VERIFY-NOT: see current operation
 
 // -----
