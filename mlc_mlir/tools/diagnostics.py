@@ -188,6 +188,28 @@ class Expectation:
         return bool(self.regex.search(msg)) if self.regex is not None else self.text in msg
 
 
+# POSIX (LLVM Regex) bracket classes and error texts, for Python's re.
+_POSIX_CLASSES = {"[:alnum:]": "a-zA-Z0-9", "[:alpha:]": "a-zA-Z", "[:digit:]": "0-9", "[:lower:]": "a-z",
+                  "[:upper:]": "A-Z", "[:space:]": " \\t\\n\\r\\f\\v", "[:xdigit:]": "0-9A-Fa-f",
+                  "[:punct:]": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")}
+_POSIX_ERRORS = (("unterminated character set", "brackets ([ ]) not balanced"),
+                 ("missing ), unterminated subpattern", "parentheses not balanced"),
+                 ("unbalanced parenthesis", "parentheses not balanced"),
+                 ("nothing to repeat", "repetition-operator operand invalid"),
+                 ("multiple repeat", "repetition-operator operand invalid"))
+
+
+def _posix(regex: str) -> str:
+    for cls, chars in _POSIX_CLASSES.items():
+        regex = regex.replace(cls, chars)
+    try:
+        re.compile(regex)
+    except re.error as exc:
+        msg = str(exc).split(" at position")[0]
+        raise ValueError("invalid regex: " + dict(_POSIX_ERRORS).get(msg, msg)) from None
+    return regex
+
+
 def _compile(text: str) -> re.Pattern:
     """The regex of an ``-re`` expectation; ValueError naming the problem."""
     out, rest = [], text
@@ -201,11 +223,7 @@ def _compile(text: str) -> re.Pattern:
         end = rest.find("}}")
         if end == -1:
             raise ValueError("found start of regex with no end '}}'")
-        try:
-            re.compile(rest[:end])
-        except re.error as exc:
-            raise ValueError(f"invalid regex: {exc}") from None
-        out.append(f"({rest[:end]})")
+        out.append(f"({_posix(rest[:end])})")
         rest = rest[end + 2:]
     return re.compile("".join(out))
 

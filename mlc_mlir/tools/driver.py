@@ -167,9 +167,11 @@ class Driver:
 
         verify = self.opts.get("verify-diagnostics")
         # One verifier for the whole file, as in mlir-opt: designators count lines in the file
-        # and expectations nobody produced are reported once, at the end.
-        self.verifier = Verifier(text, self.name, self.renderer, only_expected=verify == "only-expected") \
-            if verify else None
+        # and expectations nobody produced are reported once, at the end. mlir-opt 22 reads the
+        # expected-* comments even without --verify-diagnostics and lists them at the end as
+        # not produced (its exit code unchanged); so does mlc-opt.
+        verifier = Verifier(text, self.name, self.renderer, only_expected=verify == "only-expected")
+        self.verifier = verifier if verify else None
         chunks = split_input(text, marker if isinstance(marker, str) else None, warn)
         sep = str(self.opts.get("output-split-marker") or DEFAULT_SPLIT_MARKER) + "\n"
         ok = True
@@ -183,7 +185,8 @@ class Driver:
             self.ctx.allow_unregistered_dialects = self._saved[0]
             if self.opts.get("mlir-disable-threading"):
                 self.ctx.enable_multithreading(True)
-        return self.verifier.finish() if self.verifier is not None else ok
+        verified = verifier.finish()
+        return verified if self.verifier is not None else ok
 
     def _chunk(self, chunk: Chunk, out: TextIO) -> bool:
         verifier = self.verifier
