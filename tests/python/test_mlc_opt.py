@@ -1,6 +1,7 @@
 """mlc-opt as a drop-in mlir-opt: flags, nesting, diagnostics, split input, verify-diagnostics,
 exit codes, project passes on top; and byte-for-byte comparisons with the installed mlir-opt."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -225,13 +226,18 @@ COMPARE_ARGS = [
 
 
 @needs_mlir_opt
+@pytest.mark.parametrize("python_path", [True, False], ids=["python", "exec"])
 @pytest.mark.parametrize("name, args", COMPARE_ARGS)
-def test_same_output_as_mlir_opt(tmp_path, name, args):
-    """stdout, stderr and exit code equal mlir-opt's (its name replaced)."""
+def test_same_output_as_mlir_opt(tmp_path, name, args, python_path):
+    """stdout, stderr and exit code equal mlir-opt's (its name replaced), on both paths: the
+    Python implementation, and the console script handing a Python-free run to mlir-opt."""
     src = write(tmp_path, COMPARE_INPUTS[name], name)
     ref = subprocess.run([str(MLIR_OPT), name] + args, capture_output=True, text=True, cwd=tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "MLC_OPT_PYTHON"}
+    if python_path:
+        env["MLC_OPT_PYTHON"] = "1"
     got = subprocess.run([sys.executable, "-m", "mlc_mlir.tools.mlc_opt", name] + args,
-                         capture_output=True, text=True, cwd=src.parent)
+                         capture_output=True, text=True, cwd=src.parent, env=env)
     assert (got.returncode, got.stdout, got.stderr) == \
         (ref.returncode, ref.stdout, ref.stderr.replace("mlir-opt", "mlc-opt"))
 
@@ -251,3 +257,11 @@ def test_compat_suite_passes_with_real_mlir_opt():
     proc = subprocess.run([str(lit), "-q", f"-Dopt={MLIR_OPT}", str(ROOT / "tests" / "lit" / "upstream")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_console_script_runs_python_stages_itself(tmp_path):
+    """--mlc-* passes and transform scripts keep the Python path (no hand-off to mlir-opt)."""
+    src = write(tmp_path, ADD_ZERO)
+    proc = subprocess.run([sys.executable, "-m", "mlc_mlir.tools.mlc_opt", str(src), "-canonicalize",
+                           "--mlc-verify-graph"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "return %arg0" in proc.stdout, proc.stderr
