@@ -188,17 +188,15 @@ class Driver:
         verified = verifier.finish()
         return verified if self.verifier is not None else ok
 
-    def _chunk(self, chunk: Chunk, out: TextIO) -> bool:
-        verifier = self.verifier
-        sink = self.renderer.emit
-        rename = {"-": self.name}
+    def _verify(self, diag: Diag) -> None:
+        # mlir-opt turns printOpOnDiagnostic off in this mode; the bindings cannot, so the
+        # notes it adds are dropped here.
+        diag.notes = [n for n in diag.notes if not n.message.startswith("see current operation: ")]
+        self.verifier.process(diag)
 
-        if verifier is not None:
-            # mlir-opt turns printOpOnDiagnostic off in this mode; the bindings cannot, so the
-            # notes it adds are dropped here.
-            def sink(diag: Diag) -> None:
-                diag.notes = [n for n in diag.notes if not n.message.startswith("see current operation: ")]
-                verifier.process(diag)
+    def _chunk(self, chunk: Chunk, out: TextIO) -> bool:
+        sink = self._verify if self.verifier is not None else self.renderer.emit
+        rename = {"-": self.name}
 
         def handler(d) -> bool:
             sink(diag_from_mlir(d, rename))

@@ -22,18 +22,20 @@ __all__ = ["main"]
 
 
 def _version() -> str:
+    """mlir-opt's version block, with the mlc-mlir version first."""
     from importlib import metadata
 
-    try:
-        mlc = metadata.version("mlc-mlir")
-    except metadata.PackageNotFoundError:
-        mlc = "unknown"
-    try:
-        llvm = ".".join(metadata.version("xtc-mlir-python-bindings").split(".")[:3])
-    except metadata.PackageNotFoundError:
-        llvm = "unknown"
-    return (f"mlc-opt (mlc-mlir {mlc}):\n  MLIR/LLVM Python bindings (xtc-mlir-python-bindings)\n"
-            f"LLVM (http://llvm.org/):\n  LLVM version {llvm}\n")
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "unknown"
+
+    bindings = version("xtc-mlir-python-bindings")
+    llvm = ".".join(bindings.split(".")[:3])
+    return (f"mlc-opt (mlc-mlir {version('mlc-mlir')})\n"
+            f"LLVM (http://llvm.org/):\n  LLVM version {llvm}\n"
+            f"  MLIR Python bindings: xtc-mlir-python-bindings {bindings}\n")
 
 
 def _help() -> str:
@@ -44,8 +46,9 @@ def _help() -> str:
              "USAGE: mlc-opt [options] <input file>", "", "OPTIONS:"]
     for name, (kind, text) in OPTION_HELP.items():
         spell = {"value": "=<value>", "int": "=<int>", "optional": "[=<value>]"}.get(kind, "")
-        dash = "-" if len(name) == 1 else "--"
-        lines.append(f"  {dash}{name}{spell}".ljust(48) + f" - {text}")
+        if len(name) == 1:
+            spell = " <value>" if kind == "value" else spell
+        lines.append(f"  {'-' if len(name) == 1 else '--'}{name}{spell}".ljust(48) + f" - {text}")
     lines += ["", "  Project passes (--mlc-NAME):"]
     lines += [f"    --mlc-{p.name}".ljust(48) + f" - {p.help}" for p in _mlc_passes()]
     lines += ["", "  Upstream passes (as in mlir-opt; --NAME or --NAME=\"opt=v ...\"):"]

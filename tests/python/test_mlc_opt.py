@@ -186,7 +186,7 @@ def test_informational_flags(capfd):
     code, out, _ = run(["-show-dialects"], capfd)
     assert code == 0 and out.startswith("Available Dialects: ") and " arith," in out and " mlc," in out
     code, out, _ = run(["--help"], capfd)
-    assert code == 0 and "--canonicalize" in out and "--mlc-lower-to-llvm" in out and "-o=<value>" in out
+    assert code == 0 and "--canonicalize" in out and "--mlc-lower-to-llvm" in out and "-o <value>" in out
 
 
 def test_clean_errors_for_files(tmp_path, capfd):
