@@ -167,11 +167,14 @@ def _exec_mlir_opt(opts: Options, argv: list[str]) -> None:
                                   or (st.options or "").startswith("{")):
             return
     files, binary = _dialect_files_light(), mlir_opt_path()
-    if files is None or len(files) != 1 or binary is None:
+    if files is None or len(files) != 1 or binary is None or not os.access(binary, os.X_OK):
         return
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(binary, ["mlc-opt", f"--irdl-file={files[0]}"] + argv)
+    try:
+        os.execv(binary, ["mlc-opt", f"--irdl-file={files[0]}"] + argv)
+    except OSError:
+        return  # not executable here after all: the Python path does the same work
 
 
 def main(argv: list[str] | None = None) -> int:
