@@ -194,8 +194,17 @@ class Driver:
         diag.notes = [n for n in diag.notes if not n.message.startswith("see current operation: ")]
         self.verifier.process(diag)
 
+    def _emit(self, diag: Diag) -> None:
+        if self.opts.get("mlir-print-debuginfo"):
+            # mlir-opt prints the "current operation" of a note with its location too (the
+            # context's printing flags follow the command line there); one-line ops here.
+            for n in diag.notes:
+                if n.message.startswith("see current operation: ") and "\n" not in n.message:
+                    n.message += f" {n.loc.text}"
+        self.renderer.emit(diag)
+
     def _chunk(self, chunk: Chunk, out: TextIO) -> bool:
-        sink = self._verify if self.verifier is not None else self.renderer.emit
+        sink = self._verify if self.verifier is not None else self._emit
         rename = {"-": self.name}
 
         def handler(d) -> bool:
