@@ -77,7 +77,8 @@ def loc_from_mlir(loc, rename: dict[str, str] | None = None) -> Loc:
     if loc.is_a_name():
         return Loc("name", text, children=(loc_from_mlir(loc.child_loc, rename),))
     if loc.is_a_callsite():
-        return Loc("callsite", text, children=(loc_from_mlir(loc.callee, rename), loc_from_mlir(loc.caller, rename)))
+        return Loc("callsite", text,
+                   children=(loc_from_mlir(loc.callee, rename), loc_from_mlir(loc.caller, rename)))
     if loc.is_a_fused():
         return Loc("fused", text, children=tuple(loc_from_mlir(c, rename) for c in loc.locations))
     return Loc("unknown" if text == "loc(unknown)" else "other", text)

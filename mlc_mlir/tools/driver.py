@@ -145,7 +145,8 @@ class Driver:
         failure = bool(f.get("mlir-print-ir-after-failure"))
         if before or after or failure:
             pm.enable_ir_printing(
-                print_before_all=before, print_after_all=after, print_module_scope=bool(f.get("mlir-print-ir-module-scope")),
+                print_before_all=before, print_after_all=after,
+                print_module_scope=bool(f.get("mlir-print-ir-module-scope")),
                 print_after_change=bool(f.get("mlir-print-ir-after-change")), print_after_failure=failure,
                 large_elements_limit=f.get("mlir-elide-elementsattrs-if-larger"),
                 enable_debug_info=bool(f.get("mlir-print-debuginfo")),
@@ -239,7 +240,8 @@ class Driver:
                 return None
             except (MlcError, ValueError) as exc:
                 line = getattr(exc, "line", None)
-                loc = Loc("file", file=self.name, line=line, col=getattr(exc, "col", 1)) if line else Loc("unknown")
+                loc = Loc("file", file=self.name, line=line, col=getattr(exc, "col", 1)) if line \
+                    else Loc("unknown")
                 sink(Diag("error", loc, f"{st.label}: {exc}"))
                 return None
         return module

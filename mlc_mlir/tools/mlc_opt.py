@@ -120,6 +120,8 @@ def _read_scripts(opts: Options) -> dict[str, str]:
             from ..errors import MlcError
             from ..passes import get_pass
 
+            if st.options is not None:
+                raise UsageError(f"mlc-opt: {st.flag}: project passes take no options")
             try:
                 get_pass(st.name)
             except MlcError as exc:

@@ -78,6 +78,7 @@ def test_one_shot_bufferize_is_a_pass_not_dash_o(tmp_path, capfd, monkeypatch):
     (["-hoist-padding"], "Unknown command line argument '-hoist-padding'"),
     (["-ofoo"], "Unknown command line argument '-ofoo'"),
     (["--mlc-no-such-pass"], "unknown pass --mlc-no-such-pass"),
+    (["--mlc-verify-graph=1"], "--mlc-verify-graph=1: project passes take no options"),
     (["second.mlir"], "Too many positional arguments specified!"),
     (["-o"], "for the -o option: requires a value!"),
     (["--mlir-timing=3"], "'3' is invalid value for boolean argument! Try 0 or 1"),
