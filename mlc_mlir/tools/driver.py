@@ -25,7 +25,7 @@ __all__ = ["Driver", "Chunk", "split_input", "parse_chunk"]
 class Chunk:
     """A piece of the input: its text and where it starts in the file (1-based)."""
 
-    text: str
+    text: str | bytes
     line: int
     col: int
     first: bool
@@ -63,6 +63,8 @@ def split_input(text: str, marker: str | None, warn) -> list[Chunk]:
 
 def parse_chunk(chunk: Chunk) -> ir.Module:
     """Parse a chunk at its position in the file (raises ``ir.MLIRError``)."""
+    if isinstance(chunk.text, bytes):  # MLIR bytecode
+        return ir.Module.parse(chunk.text)
     padded = "\n" * (chunk.line - 1) + " " * (chunk.col - 1) + chunk.text
     return ir.Module.parse(padded)
 
@@ -158,10 +160,12 @@ class Driver:
             pm.enable_statistics()
         return pm
 
-    def run(self, text: str, out: TextIO) -> bool:
-        """Process ``text``; write the output to ``out``; True on success (mlir-opt's exit 0)."""
+    def run(self, data: str | bytes, out: TextIO) -> bool:
+        """Process ``data`` (text, or bytecode: never split); write the output to ``out``; True on
+        success (mlir-opt's exit 0)."""
+        text = data if isinstance(data, str) else ""
         self.sources.add(self.name, text)
-        marker = self.opts.get("split-input-file")
+        marker = self.opts.get("split-input-file") if isinstance(data, str) else None
 
         def warn(line: int, col: int) -> None:
             self.renderer.message(self.name, line, col, "warning", "near miss with file split marker")
@@ -173,7 +177,8 @@ class Driver:
         # not produced (its exit code unchanged); so does mlc-opt.
         verifier = Verifier(text, self.name, self.renderer, only_expected=verify == "only-expected")
         self.verifier = verifier if verify else None
-        chunks = split_input(text, marker if isinstance(marker, str) else None, warn)
+        chunks = split_input(text, marker if isinstance(marker, str) else None, warn) if text \
+            else [Chunk(data, 1, 1, True)]
         sep = str(self.opts.get("output-split-marker") or DEFAULT_SPLIT_MARKER) + "\n"
         ok = True
         try:

@@ -88,14 +88,19 @@ def _early_exit(opts: Options) -> int | None:
     return None
 
 
-def _read_input(name: str) -> str:
-    if name == "-":
-        return sys.stdin.read()
+def _read_input(name: str) -> str | bytes:
+    """The input's text, or its bytes when it is MLIR bytecode."""
     try:
-        return Path(name).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise UsageError(f"cannot open input file '{name}': {reason}") from None
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot open input file '{name}': {exc.strerror}") from None
+    if data.startswith(b"ML\xefR"):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"cannot read input file '{name}': not UTF-8 text nor MLIR bytecode ({exc.reason} "
+                         f"at byte {exc.start})") from None
 
 
 def _open_output(name: str, binary: bool) -> TextIO:

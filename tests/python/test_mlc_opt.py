@@ -200,6 +200,14 @@ def test_clean_errors_for_files(tmp_path, capfd):
         assert (message or "cannot open input file") in err
 
 
+def test_bytecode_round_trip(tmp_path, capfd):
+    src, bc = write(tmp_path, ADD_ZERO), tmp_path / "out.mlirbc"
+    assert run([src, "-canonicalize", "--emit-bytecode", "-o", bc], capfd)[0] == 0
+    assert bc.read_bytes().startswith(b"ML\xefR")
+    code, out, _ = run([bc], capfd)
+    assert code == 0 and "return %arg0 : i32" in out
+
+
 def test_output_file_removed_on_failure(tmp_path, capfd):
     dst = tmp_path / "out.mlir"
     code, _, _ = run([write(tmp_path, SPLIT), "--split-input-file", "-o", dst], capfd)
