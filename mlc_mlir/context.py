@@ -15,6 +15,7 @@ from mlir import ir
 from mlir.dialects import irdl
 
 from .errors import ParseError
+from .irutil import diagnostics_text  # noqa: F401 - re-exported (the old home)
 
 __all__ = ["get_context", "mlc_context", "dialect_files", "DIALECTS_DIR", "diagnostics_text"]
 
@@ -62,17 +63,3 @@ def mlc_context(loc: ir.Location | None = None) -> Iterator[ir.Context]:
     ctx = get_context()
     with ctx, (loc or ir.Location.unknown(ctx)):
         yield ctx
-
-
-def diagnostics_text(exc: ir.MLIRError) -> str:
-    """Render the diagnostics carried by an ``MLIRError`` as ``loc: message`` lines."""
-    lines = []
-
-    def add(diag: ir.DiagnosticInfo, depth: int) -> None:
-        lines.append("  " * depth + f"{diag.location}: {diag.message}")
-        for note in diag.notes:
-            add(note, depth + 1)
-
-    for diag in exc.error_diagnostics:
-        add(diag, 0)
-    return "\n".join(lines) or str(exc)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mlir import ir
 
+from .irutil import sym_name, to_attr
 from .context import diagnostics_text, mlc_context
 from .errors import MlcError, ParseError
 
@@ -26,7 +27,7 @@ class Function:
 
     @property
     def name(self) -> str:
-        return ir.StringAttr(self.op.attributes["sym_name"]).value
+        return sym_name(self.op)
 
     @property
     def module(self) -> Module:
@@ -121,14 +122,14 @@ class Module:
     @property
     def functions(self) -> list[str]:
         """Names of the module's ``func.func`` operations, in order."""
-        return [ir.StringAttr(op.attributes["sym_name"]).value for op in self._func_ops()]
+        return [sym_name(op) for op in self._func_ops()]
 
     def __contains__(self, name: str) -> bool:
         return name in self.functions
 
     def __getitem__(self, name: str) -> Function:
         for op in self._func_ops():
-            if ir.StringAttr(op.attributes["sym_name"]).value == name:
+            if sym_name(op) == name:
                 return Function(self, op)
         raise MlcError(f"module has no function named {name!r}; it has {self.functions}")
 
@@ -176,14 +177,8 @@ class Module:
                     if not isinstance(val, str) or not val:
                         raise MlcError(f"with_attr: global_symbol must be a non-empty string, got {val!r}")
                     op.attributes["sym_name"] = ir.StringAttr.get(val)
-                elif isinstance(val, bool):
-                    op.attributes[key] = ir.BoolAttr.get(val)
-                elif isinstance(val, int):
-                    op.attributes[key] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), val)
-                elif isinstance(val, float):
-                    op.attributes[key] = ir.FloatAttr.get_f64(val)
-                elif isinstance(val, str):
-                    op.attributes[key] = ir.StringAttr.get(val)
+                elif isinstance(val, (bool, int, float, str)):
+                    op.attributes[key] = to_attr(val)
                 else:
                     raise MlcError(f"with_attr: unsupported value {val!r} for attribute {key!r}")
         return out

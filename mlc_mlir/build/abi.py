@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import bufferization, func
 
+from ..irutil import sym_name
 from ..errors import BuildError
 
 __all__ = ["ArgSpec", "FuncSignature", "to_memref_abi", "public_functions"]
@@ -124,7 +125,7 @@ def signature_of(op: ir.Operation, n_outputs: int | None) -> FuncSignature:
     ``n_outputs=None`` (memref-form functions): the arguments the body may write are the
     outputs (used as a ``linalg`` init, a store target, a call operand...).
     """
-    name = ir.StringAttr(op.attributes["sym_name"]).value
+    name = sym_name(op)
     ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
     args = []
     n = len(ftype.inputs)
@@ -173,7 +174,7 @@ def to_memref_abi(module: ir.Module) -> dict[str, FuncSignature]:
     """
     sigs: dict[str, FuncSignature] = {}
     for op in public_functions(module):
-        name = ir.StringAttr(op.attributes["sym_name"]).value
+        name = sym_name(op)
         ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
         inputs, results = list(ftype.inputs), list(ftype.results)
         has_tensor = any(isinstance(t, ir.RankedTensorType) for t in inputs + results)

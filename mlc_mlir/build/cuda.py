@@ -26,6 +26,7 @@ from mlir import ir
 from mlir.dialects import gpu
 from mlir.execution_engine import ExecutionEngine
 
+from ..irutil import sym_name
 from ..context import mlc_context
 from ..errors import BuildError, MlcError
 from ..ir import Module
@@ -146,7 +147,7 @@ def _ptx_of(device_ir: str, cuda: CudaTarget) -> str:
         parts = []
         for op in module.body.operations:
             if op.operation.name == "gpu.binary":
-                name = ir.StringAttr(op.operation.attributes["sym_name"]).value
+                name = sym_name(op.operation)
                 for obj in ir.ArrayAttr(op.operation.attributes["objects"]):
                     text = bytes(gpu.ObjectAttr(obj).object).decode()
                     parts.append(f"// gpu.binary @{name}\n{text}")

@@ -15,6 +15,7 @@ from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
 from ..errors import ArgumentError, BuildError, MlcError
+from ..irutil import check_arity, check_array
 from ..runtime.memref import numpy_dtype, packed_args
 from ..runtime.ndarray import as_numpy
 from .abi import FuncSignature
@@ -67,9 +68,7 @@ class CompiledFunction:
 
     def _prepare(self, args: Sequence[Any]) -> list[np.ndarray]:
         sig = self.signature
-        if len(args) != len(sig.args):
-            raise ArgumentError(f"@{sig.name} takes {len(sig.args)} arguments "
-                                f"({', '.join(a.name for a in sig.args)}), got {len(args)}")
+        check_arity(sig.name, [a.name for a in sig.args], args)
         arrays: list[np.ndarray] = []
         bound: dict[str, tuple[int, str]] = {}
         for i, (spec, dtype, value) in enumerate(zip(sig.args, self._dtypes, args)):
@@ -78,20 +77,8 @@ class CompiledFunction:
             except MlcError as exc:
                 raise ArgumentError(f"@{sig.name} argument {i} ({spec.name}): {exc}") from None
             where = f"@{sig.name} argument {i} ({spec.name})"
-            if arr.dtype != dtype:
-                raise ArgumentError(f"{where}: expected dtype {dtype}, got {arr.dtype}")
-            if arr.ndim != len(spec.shape):
-                raise ArgumentError(f"{where}: expected rank {len(spec.shape)} (shape "
-                                    f"{_fmt_shape(spec)}), got shape {arr.shape}")
-            for d, (want, sym, got) in enumerate(zip(spec.shape, spec.symbols, arr.shape)):
-                if want is not None and want != got:
-                    raise ArgumentError(f"{where}: expected shape {_fmt_shape(spec)}, got {arr.shape} "
-                                        f"(dimension {d} is {got}, not {want})")
-                if sym is not None:
-                    if sym in bound and bound[sym][0] != got:
-                        raise ArgumentError(f"{where}: dimension {d} is {got} but symbol {sym!r} was "
-                                            f"bound to {bound[sym][0]} by {bound[sym][1]}")
-                    bound.setdefault(sym, (got, spec.name))
+            check_array(where, arr, dtype, spec.shape, _fmt_shape(spec), symbols=spec.symbols, bound=bound,
+                        owner=spec.name)
             if spec.strides is not None:
                 arr = _strided(where, spec, arr)
             elif not arr.flags.c_contiguous:

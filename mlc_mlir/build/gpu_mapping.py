@@ -37,6 +37,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, memref, scf
 from mlir.dialects.transform import interpreter
 
+from ..irutil import sym_name
 from ..context import diagnostics_text
 from ..errors import BuildError, LoweringError
 
@@ -231,7 +232,7 @@ def find_kernels(functions: list[ir.Operation]) -> list[ir.Operation]:
     """
     kernels: list[ir.Operation] = []
     for fn in functions:
-        name = ir.StringAttr(fn.attributes["sym_name"]).value
+        name = sym_name(fn)
         _check_host_block(fn.regions[0].blocks[0], name, kernels)
     return kernels
 

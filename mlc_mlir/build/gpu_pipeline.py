@@ -40,6 +40,7 @@ from pathlib import Path
 from mlir import ir
 from mlir.dialects import gpu
 
+from ..irutil import sym_name
 from ..errors import BuildError
 from .abi import FuncSignature, public_functions
 from .gpu_mapping import (drop_self_copies, find_kernels, map_kernels, merge_bound_loops, place_kernel_buffers,
@@ -184,7 +185,7 @@ def device_buffers(module: ir.Module, signatures: Mapping[str, FuncSignature]) -
     ``gpu.alloc`` buffers, freed before the return; host copies become ``gpu.memcpy``.
     """
     for fn in public_functions(module):
-        name = ir.StringAttr(fn.attributes["sym_name"]).value
+        name = sym_name(fn)
         if name not in signatures:
             raise BuildError(f"internal: no signature for public function @{name}")
         block = fn.regions[0].blocks[0]

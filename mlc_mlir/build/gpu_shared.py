@@ -40,6 +40,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf
 from mlir.dialects import vector as vector_dialect
 
+from ..irutil import sym_name
 from ..errors import BuildError
 
 __all__ = ["promote_shared_copies", "emulate_shared_copies", "drop_host_shared_globals", "SHARED_SPACE"]
@@ -483,5 +484,5 @@ def drop_host_shared_globals(module: ir.Module) -> None:
     kernels' ``gpu.module`` has its own; the host cannot lower workgroup memory)."""
     for op in list(module.body.operations):
         op = op.operation
-        if op.name == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value.startswith("__mlc_shared_"):
+        if op.name == "memref.global" and sym_name(op).startswith("__mlc_shared_"):
             op.erase()

@@ -23,8 +23,9 @@ import mlir
 from mlir import ir
 from mlir.passmanager import PassManager
 
-from ..context import diagnostics_text, mlc_context
+from ..context import mlc_context
 from ..errors import BuildError, LoweringError
+from ..irutil import diagnostics_text, has_op
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "Compilation", "cpu_stages", "codegen_stages", "build_stages", "run_stage",
@@ -48,23 +49,9 @@ class Stage:
     graph: bool = False
 
 
-def _has_op(module: ir.Module, names: tuple[str, ...]) -> bool:
-    found = False
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        nonlocal found
-        if op.name in names:
-            found = True
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
-
-
 def uses_parallel_loops(module: ir.Module) -> bool:
     """Whether the module has ``scf.forall`` / ``scf.parallel`` loops (threads needed)."""
-    return _has_op(module, ("scf.forall", "scf.parallel"))
+    return has_op(module, ("scf.forall", "scf.parallel"))
 
 
 def _threads_text(parallel: bool) -> str:

@@ -13,6 +13,7 @@ import re
 
 from mlir import ir
 
+from ..irutil import sym_name, walk_ops
 from ..errors import GraphError
 from .expr import Shape, dtype_of_element, format_shape, shape_from_attr
 from .infer import RULES, infer
@@ -32,23 +33,8 @@ def clone_module(mod: "Module") -> "Module":
     return mod.clone()
 
 
-def func_name(fop: ir.Operation) -> str:
-    """The ``sym_name`` of a ``func.func``."""
-    return ir.StringAttr(fop.attributes["sym_name"]).value
-
-
-def walk_ops(op: ir.Operation) -> list[ir.Operation]:
-    """Every operation nested in ``op`` (pre-order, ``op`` excluded)."""
-    out: list[ir.Operation] = []
-
-    def visit(o: ir.Operation) -> ir.WalkResult:
-        if o != op:
-            out.append(o)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return out
-
+#: the ``sym_name`` of a ``func.func`` (:func:`mlc_mlir.irutil.sym_name`)
+func_name = sym_name
 
 def is_graph_function(fop: ir.Operation) -> bool:
     """Whether ``fop`` is a graph function (``mlc.graph`` attribute or ``mlc`` ops inside)."""

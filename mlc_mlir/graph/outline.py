@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects import func
 
+from ..irutil import sym_name
 from ..errors import GraphError
 from .analysis import arg_attr, fail, func_name, is_graph_function, walk_ops
 from .emit import CALL_SLOTS
@@ -70,7 +71,7 @@ def value_name(value: ir.Value, default: str) -> str:
 
 def unique_symbol(module: ir.Module, hint: str) -> str:
     """``hint``, or ``hint1``, ``hint2``... whichever no top-level op of ``module`` is named."""
-    taken = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
+    taken = {sym_name(op) for op in module.body.operations
              if "sym_name" in op.attributes}
     if hint not in taken:
         return hint

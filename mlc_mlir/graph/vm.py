@@ -37,6 +37,7 @@ from ..build import RuntimeModule, compile_module
 from ..build.pipeline import Compilation, build_stages
 from ..errors import ArgumentError, GraphError, RuntimeError_
 from ..ir import Module
+from ..irutil import check_arity, check_array
 from ..runtime import Device, NDArray, as_numpy, cpu, get_func
 from ..runtime.memref import descriptor_class, view
 from .expr import format_shape
@@ -209,16 +210,12 @@ class GraphFunction:
         symbols: dict[str, int] = {}
         for i, (spec, arr) in enumerate(zip(sig.inputs, arrays)):
             where = f"@{sig.name} input {i} ({spec.name})"
-            if str(arr.dtype) != spec.dtype:
-                raise ArgumentError(f"{where}: expected dtype {spec.dtype}, got {arr.dtype}")
             if arr.ndim != len(spec.shape):
                 raise ArgumentError(f"{where}: expected shape {format_shape(spec.shape)}, got {arr.shape}")
+            static = [w if isinstance(w, int) else None for w in spec.shape]
+            check_array(where, arr, spec.dtype, static, format_shape(spec.shape))
             for d, (want, got) in enumerate(zip(spec.shape, arr.shape)):
-                if isinstance(want, int):
-                    if want != got:
-                        raise ArgumentError(f"{where}: expected shape {format_shape(spec.shape)}, got "
-                                            f"{arr.shape} (dimension {d})")
-                elif symbols.setdefault(want, got) != got:
+                if not isinstance(want, int) and symbols.setdefault(want, got) != got:
                     raise ArgumentError(f"{where}: dimension {d} is {got} but {want} = {symbols[want]} "
                                         "from an earlier input")
         for sym, size, what in self._checks:
@@ -231,9 +228,7 @@ class GraphFunction:
 
     def _inputs(self, args: tuple) -> list[np.ndarray]:
         sig = self.signature
-        if len(args) != len(sig.inputs):
-            names = ", ".join(s.name for s in sig.inputs)
-            raise ArgumentError(f"@{sig.name} takes {len(sig.inputs)} input(s) ({names}), got {len(args)}")
+        check_arity(sig.name, [s.name for s in sig.inputs], args, "input(s)")
         arrays = []
         for i, a in enumerate(args):
             try:

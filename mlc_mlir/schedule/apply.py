@@ -5,6 +5,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects.transform import interpreter
 
+from ..irutil import diagnostic_lines, sym_name
 from ..context import diagnostics_text, mlc_context
 from ..errors import ScheduleError
 from ..ir import Module
@@ -21,7 +22,7 @@ def _entry(tmod: ir.Module) -> ir.Operation:
         raise ScheduleError("transform script: the module needs the `transform.with_named_sequence` attribute")
     for op in tmod.body.operations:
         op = op.operation
-        if op.name == "transform.named_sequence" and ir.StringAttr(op.attributes["sym_name"]).value == ENTRY_POINT:
+        if op.name == "transform.named_sequence" and sym_name(op) == ENTRY_POINT:
             return op
     raise ScheduleError(f"transform script: no `transform.named_sequence @{ENTRY_POINT}` found")
 
@@ -37,9 +38,7 @@ def run_transform(payload: ir.Module, tmod: ir.Module, *, what: str = "schedule"
     diags: list[str] = []
 
     def handler(diag: ir.DiagnosticInfo) -> bool:
-        diags.append(f"{diag.location}: {diag.message}")
-        for note in diag.notes:
-            diags.append(f"  {note.location}: {note.message}")
+        diags.extend(diagnostic_lines(diag))
         return True
 
     ctx = payload.context

@@ -30,9 +30,11 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import loop as tloop
+from mlir.dialects.transform.extras import constant_param
 from mlir.dialects.transform import structured, tensor as ttensor, tune, vector as tvector
 
 from ..errors import ScheduleError
+from ..irutil import to_attr
 from .state import MAX_VECTOR_ELEMENTS, BlockState, FuncState
 
 __all__ = ["Knob", "build_script"]
@@ -65,20 +67,7 @@ class Knob:
     selected: object
 
 
-def _attr(value) -> ir.Attribute:
-    if isinstance(value, ir.Attribute):
-        return value
-    if isinstance(value, bool):
-        return ir.BoolAttr.get(value)
-    if isinstance(value, int):
-        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-    if isinstance(value, float):
-        return ir.FloatAttr.get(ir.F64Type.get(), value)
-    if isinstance(value, str):
-        return ir.StringAttr.get(value)
-    if isinstance(value, (list, tuple)):
-        return ir.ArrayAttr.get([_attr(v) for v in value])
-    raise TypeError(f"cannot encode {value!r} as an attribute")
+_attr = to_attr  # Python values -> attributes (mlc_mlir.irutil)
 
 
 def build_script(funcs: list[FuncState], knobs: list[Knob]) -> ir.Module:
@@ -114,9 +103,9 @@ class _FuncEmitter:
 
     # -- helpers ---------------------------------------------------------------------
     def _match(self, target: ir.Value, attr: str, value: str, ops: list[str] | None = None) -> ir.Value:
+        # transform.extras matches op names and interfaces only; attribute matches stay MatchOp
         names = ir.ArrayAttr.get([ir.StringAttr.get(o) for o in ops]) if ops else None
-        return structured.MatchOp(self.any, target, ops=names,
-                                  op_attrs=ir.DictAttr.get({attr: ir.StringAttr.get(value)})).result
+        return structured.MatchOp(self.any, target, ops=names, op_attrs=ir.DictAttr.get({attr: to_attr(value)})).result
 
     def _merge_slices(self) -> None:
         with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
@@ -138,8 +127,7 @@ class _FuncEmitter:
     # -- emission --------------------------------------------------------------------
     def emit(self) -> None:
         st = self.state
-        self.func_h = structured.MatchOp(self.any, self.root, ops=ir.ArrayAttr.get([ir.StringAttr.get("func.func")]),
-                                         op_attrs=ir.DictAttr.get({"sym_name": ir.StringAttr.get(st.func)})).result
+        self.func_h = self._match(self.root, "sym_name", st.func, ["func.func"])
         order = sorted(st.blocks.values(), key=lambda b: b.info.order, reverse=True)
         for block in order:
             if block.cache_scope is not None:
@@ -156,8 +144,7 @@ class _FuncEmitter:
         self._finish(order)
 
     def _annotate(self, handle: ir.Value, name: str, value: str) -> None:
-        param = transform.ParamConstantOp(transform.AnyParamType.get(), ir.StringAttr.get(value)).param
-        transform.AnnotateOp(handle, name, param=param)
+        transform.AnnotateOp(handle, name, param=constant_param(ir.StringAttr.get(value)))
 
     def _emit_cache(self, kind: str, reader: str, index: int, name: str, scope: str) -> None:
         """A nofold pad of one operand, rewritten into an allocation and a linalg.copy."""
@@ -189,9 +176,7 @@ class _FuncEmitter:
         self._annotate(copy, "mlc.scope", scope)
         vector = self.state.__dict__.get("coop", {}).get(name, {}).get("vector", 1)
         if vector > 1:  # cooperative fetch with vectors (read by the cuda build)
-            param = transform.ParamConstantOp(transform.AnyParamType.get(),
-                                              ir.IntegerAttr.get(ir.IntegerType.get_signless(64), vector)).param
-            transform.AnnotateOp(copy, "mlc.vector", param=param)
+            transform.AnnotateOp(copy, "mlc.vector", param=constant_param(vector))
         self.block_h[name] = copy
 
     def _emit_block(self, block: BlockState) -> None:
@@ -223,8 +208,7 @@ class _FuncEmitter:
                 self.loop_names[path[i]] = loop.name
                 if loop.kind == "bound":  # structured.fuse makes foralls without a mapping
                     mapping = gpu_mapping(loop.thread, len(loop.parts[block.name]))
-                    param = transform.ParamConstantOp(transform.AnyParamType.get(), mapping).param
-                    transform.AnnotateOp(self.loop_h[path[i]], "mapping", param=param)
+                    transform.AnnotateOp(self.loop_h[path[i]], "mapping", param=constant_param(mapping))
             start = level
         end = len(path) - st.implicit_suffix(block)
         self.emitted.add(block.name)
@@ -281,8 +265,7 @@ class _FuncEmitter:
     def _finish(self, order: list[BlockState]) -> None:
         st = self.state
         for uid, h in self.loop_h.items():
-            name = transform.ParamConstantOp(transform.AnyParamType.get(),
-                                             ir.StringAttr.get(self.loop_names.get(uid, st.loops[uid].name))).param
+            name = constant_param(ir.StringAttr.get(self.loop_names.get(uid, st.loops[uid].name)))
             transform.AnnotateOp(h, MLC_LOOP, param=name)
         for block in order:
             if block.blockized:

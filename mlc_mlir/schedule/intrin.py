@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import func
 
+from ..irutil import sym_name
 from ..context import mlc_context
 from ..errors import ScheduleError
 from ..ir import Module
@@ -116,7 +117,7 @@ def apply_tensorize(module: ir.Module) -> None:
     module.operation.walk(visit)
     if not marked:
         return
-    existing = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
+    existing = {sym_name(op.operation): op.operation
                 for op in module.body.operations if "sym_name" in op.operation.attributes}
     for op in marked:
         intrin = TensorIntrin.get(ir.StringAttr(op.attributes["mlc.tensorize"]).value)

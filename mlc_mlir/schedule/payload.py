@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.passmanager import PassManager
 
+from ..irutil import sym_name
 from ..errors import ScheduleError
 
 __all__ = ["BlockInfo", "Source", "read_blocks", "func_names"]
@@ -65,7 +66,7 @@ def func_names(module: ir.Module) -> list[str]:
     names = []
     for op in module.body.operations:
         if op.operation.name == "func.func" and len(op.operation.regions[0].blocks):
-            names.append(ir.StringAttr(op.operation.attributes["sym_name"]).value)
+            names.append(sym_name(op.operation))
     return names
 
 
@@ -169,7 +170,7 @@ def _funcs(module: ir.Module) -> dict[str, ir.Operation]:
     for op in module.body.operations:
         op = op.operation
         if op.name == "func.func" and len(op.regions[0].blocks):
-            out[ir.StringAttr(op.attributes["sym_name"]).value] = op
+            out[sym_name(op)] = op
     return out
 
 

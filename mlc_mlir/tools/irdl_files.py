@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mlir import ir
 
+from ..irutil import sym_name
 from .cli import UsageError
 
 __all__ = ["load_irdl_file"]
@@ -27,7 +28,7 @@ def _project_dialects() -> set[str]:
 
 
 def _dialect_names(module: ir.Module) -> list[str]:
-    return [ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
+    return [sym_name(op) for op in module.body.operations
             if op.operation.name == "irdl.dialect"]
 
 
