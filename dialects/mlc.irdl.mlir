@@ -82,6 +82,25 @@ irdl.dialect @mlc {
     irdl.operands(x: %x_t)
     irdl.results(res: %res_t)
   }
+  // gelu / sigmoid / tanh(x): float activations, elementwise.
+  irdl.operation @gelu {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @sigmoid {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @tanh {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
   // permute_dims(x) {axes = array<i64: ...>}: res.shape[i] = x.shape[axes[i]].
   irdl.operation @permute_dims {
     %x_t = irdl.base "!builtin.tensor"

@@ -117,7 +117,7 @@ def _op_info(op: ir.Operation, shapes: dict, funcs: dict[str, ir.Operation]) -> 
     if name in _BINARY:
         same = all(shapes[v][0] == shapes[op.results[0]][0] for v in op.operands)
         return (K.ELEMWISE if same else K.BROADCAST), False
-    if name in ("relu", "ewise_fma"):
+    if name in ("relu", "gelu", "sigmoid", "tanh", "ewise_fma"):
         return K.ELEMWISE, False
     if name in _MOVEMENT:
         return K.INJECTIVE, True

@@ -156,6 +156,7 @@ RULES: dict[str, Rule] = {
     "matmul": _matmul,
     **{name: _binary for name in ELEMENTWISE_BINARY},
     "relu": _unary,
+    **{name: _unary for name in ("gelu", "sigmoid", "tanh")},
     "ewise_fma": _ewise_fma,
     "permute_dims": _permute_dims,
     "reshape": _reshape,

@@ -8,6 +8,7 @@ the same name (``mlc.matmul``, ``mlc.call_tir``...).
 
 from __future__ import annotations
 
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..errors import GraphError
 from .expr import Call, Expr, const, format_shape, normalize_dtype, normalize_shape
 from .infer import infer, numel
 
-__all__ = ["matmul", "add", "subtract", "multiply", "divide", "relu", "permute_dims", "reshape",
+__all__ = ["matmul", "add", "subtract", "multiply", "divide", "relu", "gelu", "sigmoid", "tanh", "nn", "permute_dims", "reshape",
            "ewise_fma", "softmax", "call_tir", "call_dps_packed", "alloc_tensor", "MAX_CALL_ARGS"]
 
 #: the most arguments a call op takes (IRDL declares one optional slot per argument)
@@ -70,6 +71,21 @@ def divide(a: Any, b: Any) -> Call:
 def relu(x: Any) -> Call:
     """``max(x, 0)`` elementwise (``relax.op.nn.relu``)."""
     return _call("relu", [x])
+
+
+def gelu(x: Any) -> Call:
+    """``0.5 * x * (1 + erf(x / sqrt(2)))`` elementwise (``relax.op.nn.gelu``)."""
+    return _call("gelu", [x])
+
+
+def sigmoid(x: Any) -> Call:
+    """``1 / (1 + exp(-x))`` elementwise (``relax.op.sigmoid``)."""
+    return _call("sigmoid", [x])
+
+
+def tanh(x: Any) -> Call:
+    """``tanh(x)`` elementwise (``relax.op.tanh``)."""
+    return _call("tanh", [x])
 
 
 def ewise_fma(a: Any, b: Any, c: Any) -> Call:
@@ -161,3 +177,7 @@ def alloc_tensor(shape: Sequence[int | str], dtype: Any = "float32") -> Call:
     return Call("alloc_tensor", (), {}, normalize_shape(shape, what="alloc_tensor shape"),
                 normalize_dtype(dtype, what="alloc_tensor dtype"))
 
+
+
+#: ``mlc.graph.op.nn``: the neural-network ops under their ``relax.op.nn`` names
+nn = types.SimpleNamespace(relu=relu, gelu=gelu, softmax=softmax, sigmoid=sigmoid, tanh=tanh)
