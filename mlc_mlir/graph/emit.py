@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from mlir import ir
+from mlir.dialects import func
 
 from ..errors import GraphError
 from .expr import Call, Constant, Expr, Var, shape_attr, tensor_type
@@ -110,6 +111,12 @@ class Emitter:
         if any(isinstance(d, str) for d in call.shape):
             attrs["mlc.shape"] = shape_attr(call.shape)
         op = call.op
+        if _is_global_var(op):  # a call of a graph function of the module (``relax.Call(gv, ...)``)
+            cop = func.CallOp([rtype], ir.FlatSymbolRefAttr.get(str(op)), operands, loc=self._loc(name))
+            for k, v in attrs.items():
+                cop.attributes[k] = v
+            self.env[id(call)] = cop.results[0]
+            return cop.results[0]
         if op == "permute_dims":
             attrs["axes"] = ir.DenseI64ArrayAttr.get(list(call.attrs["axes"]))
         elif op == "softmax":
@@ -123,3 +130,9 @@ class Emitter:
         result = create_op(f"mlc.{op}", operands, rtype, attrs, self._loc(name)).result
         self.env[id(call)] = result
         return result
+
+
+def _is_global_var(op: object) -> bool:
+    from ..ir import GlobalVar
+
+    return isinstance(op, GlobalVar)
