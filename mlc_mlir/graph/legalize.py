@@ -37,13 +37,38 @@ LegalizeRule = Callable[[BlockBuilder, Call], Expr]
 
 
 # -- tensor expressions of the graph ops: the public operator library mlc.topi -------------
-# (the names below stay for code written against earlier versions)
-te_matmul = topi.nn.matmul
-te_relu = topi.nn.relu
-te_ewise_fma = topi.ewise_fma
-te_permute_dims = topi.transpose
-te_reshape = topi.reshape
-te_softmax = topi.nn.softmax
+# (the te_* names stay for code written against earlier versions; a tensor program made
+# with one of them is still named after it, e.g. "te_relu")
+def te_matmul(a: Any, b: Any) -> Any:
+    """``a @ b`` (:func:`mlc_mlir.topi.nn.matmul`)."""
+    return topi.nn.matmul(a, b)
+
+
+def te_relu(x: Any) -> Any:
+    """``max(x, 0)`` (:func:`mlc_mlir.topi.nn.relu`)."""
+    return topi.nn.relu(x)
+
+
+def te_ewise_fma(a: Any, b: Any, c: Any) -> Any:
+    """``a * b + c`` (:func:`mlc_mlir.topi.ewise_fma`)."""
+    return topi.ewise_fma(a, b, c)
+
+
+def te_permute_dims(x: Any, axes: tuple[int, ...]) -> Any:
+    """Transpose (:func:`mlc_mlir.topi.transpose`)."""
+    return topi.transpose(x, axes)
+
+
+def te_reshape(x: Any, shape: tuple) -> Any:
+    """Reshape (:func:`mlc_mlir.topi.reshape`)."""
+    return topi.reshape(x, shape)
+
+
+def te_softmax(x: Any, axis: int) -> Any:
+    """Softmax along ``axis`` (:func:`mlc_mlir.topi.nn.softmax`)."""
+    return topi.nn.softmax(x, axis)
+
+
 _BINARY = {"add": topi.add, "subtract": topi.subtract, "multiply": topi.multiply, "divide": topi.divide}
 
 
@@ -63,16 +88,16 @@ def _rule(te_fn: Callable[..., Any], name: str, *attr_names: str) -> LegalizeRul
 
 
 DEFAULT_OP_MAP: dict[str, LegalizeRule] = {
-    "mlc.matmul": _rule(te_matmul, "matmul"),
+    "mlc.matmul": _rule(topi.nn.matmul, "matmul"),
     **{f"mlc.{k}": _rule(te_binary(k), k) for k in ("add", "subtract", "multiply", "divide")},
-    "mlc.relu": _rule(te_relu, "relu"),
+    "mlc.relu": _rule(topi.nn.relu, "relu"),
     "mlc.gelu": _rule(topi.nn.gelu, "gelu"),
     "mlc.sigmoid": _rule(topi.sigmoid, "sigmoid"),
     "mlc.tanh": _rule(topi.tanh, "tanh"),
-    "mlc.ewise_fma": _rule(te_ewise_fma, "ewise_fma"),
-    "mlc.permute_dims": _rule(te_permute_dims, "permute_dims", "axes"),
-    "mlc.reshape": _rule(te_reshape, "reshape", "shape"),
-    "mlc.softmax": _rule(te_softmax, "softmax", "axis"),
+    "mlc.ewise_fma": _rule(topi.ewise_fma, "ewise_fma"),
+    "mlc.permute_dims": _rule(topi.transpose, "permute_dims", "axes"),
+    "mlc.reshape": _rule(topi.reshape, "reshape", "shape"),
+    "mlc.softmax": _rule(topi.nn.softmax, "softmax", "axis"),
 }
 
 
