@@ -7,6 +7,7 @@ The course's ``IRModule``. It wraps a ``builtin.module`` living in the shared co
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from mlir import ir
@@ -175,9 +176,15 @@ class Module:
         """A deep copy (transformable without touching this module); locations, hence
         value names such as ``%lv0`` and diagnostics' lines, are kept."""
         with mlc_context():
-            text = self.mlir_module.operation.get_asm(print_generic_op_form=True, large_elements_limit=None,
-                                                      enable_debug_info=True)
-            return Module(ir.Module.parse(text))
+            # Op-level clone: locations kept, and bound weights (dense_resource blobs) shared
+            # rather than re-parsed, so their names do not grow (const_1_1...) with each pass.
+            new = ir.Module.create(loc=self.mlir_module.operation.location)
+            old_attrs = self.mlir_module.operation.attributes
+            for name in old_attrs:
+                new.operation.attributes[name] = old_attrs[name]
+            for op in self.mlir_module.body.operations:
+                op.clone(ip=ir.InsertionPoint(new.body))
+            return Module(new)
 
     # -- printing ----------------------------------------------------------------------
     def _asm(self) -> str:
@@ -187,9 +194,10 @@ class Module:
         """The module as MLIR text for reading: value names from name locations (``%lv0``),
         constants above ``large_elements_limit`` elements and resource blobs (bound
         weights) above ``large_resource_limit`` bytes elided. ``str(mod)`` prints all."""
-        return self.mlir_module.operation.get_asm(large_elements_limit=large_elements_limit,
+        text = self.mlir_module.operation.get_asm(large_elements_limit=large_elements_limit,
                                                   large_resource_limit=large_resource_limit,
                                                   use_name_loc_as_prefix=True)
+        return re.sub(r"\n*\{-#\s*#-\}\s*$", "\n", text)  # no empty resource block once blobs are elided
 
     def show(self) -> None:
         """Print the module for reading: graph functions as Relax-like text (dataflow
