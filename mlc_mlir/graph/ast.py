@@ -23,7 +23,7 @@ from mlir import ir
 from ..context import mlc_context
 from ..errors import GraphError
 from ..ir import GlobalVar, Module, Op
-from .analysis import arg_attr, fail, op_attrs, value_shapes
+from .analysis import arg_attr, fail, op_attrs, value_shapes, walk_ops
 from .expr import Call, Constant, Expr, Var, format_shape
 from .outline import value_name
 
@@ -90,6 +90,13 @@ class _Lifter:
         self.shapes = value_shapes(fop)
         self.env: dict[ir.Value, Expr] = {}
         self.block_id = 0
+        self.used: set[str] = set()  # names taken: an unnamed op gets a fresh one
+        self.named: set[str] = set()  # names given so far
+        for o in walk_ops(fop):
+            for r in o.results:
+                name = value_name(r, "")
+                if name:
+                    self.used.add(name)
 
     def params(self) -> list[Var]:
         out = []
@@ -126,11 +133,24 @@ class _Lifter:
                 else ir.StringAttr(attr).value
         return Call(Op(op.name[4:]), args, attrs, shape, dtype)
 
+    def _name(self, value: ir.Value, default: str) -> str:
+        name = value_name(value, "")
+        if name and name not in self.named:
+            self.named.add(name)
+            return name
+        base = name or default.rstrip("0123456789") or "lv"
+        i = 0
+        while f"{base}{i}" in self.used:
+            i += 1
+        self.used.add(f"{base}{i}")
+        self.named.add(f"{base}{i}")
+        return f"{base}{i}"
+
     def bind(self, op: ir.Operation, kind: str, block: int | None, default: str) -> VarBinding | None:
         value = self.value(op)
         if value is None:
             return None
-        var = Var(value_name(op.results[0], default), value.shape, value.dtype)
+        var = Var(self._name(op.results[0], default), value.shape, value.dtype)
         var.kind, var.value, var.block = kind, value, block
         self.env[op.results[0]] = var
         return VarBinding(var, value)
