@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import topi
 from ..errors import GraphError
 from ..graph import op
 from ..graph.expr import Constant, Expr, const
@@ -52,11 +51,11 @@ def linear(bb: Any, x: Expr, weight: Expr, bias: Expr | None) -> Expr:
 
 def conv2d(bb: Any, x: Expr, weight: Expr, bias: Expr | None, stride: Any, padding: Any,
            dilation: Any, groups: int) -> Expr:
-    """``nn.Conv2d`` (NCHW): ``topi.nn.conv2d`` as a tensor program, plus the bias."""
+    """``nn.Conv2d`` (NCHW): the ``conv2d`` graph op, plus the bias."""
     if groups != 1 or any(p != 0 for p in pair(padding)):
         raise GraphError(f"conv2d with padding={padding}, groups={groups} is not supported "
                          "(only padding 0 and groups 1)")
-    out = bb.emit_te(topi.nn.conv2d, x, weight, pair(stride), 0, pair(dilation))
+    out = bb.emit(op.nn.conv2d(x, weight, pair(stride), 0, pair(dilation)))
     if bias is None:
         return out
     return bb.emit(op.add(out, bb.emit(op.reshape(bias, (1, bias.shape[0], 1, 1)))))
@@ -68,12 +67,12 @@ def max_pool2d(bb: Any, x: Expr, kernel: Any, stride: Any, padding: Any, dilatio
     if ceil_mode or any(p != 0 for p in pair(padding)):
         raise GraphError(f"max_pool2d with padding={padding}, ceil_mode={ceil_mode} is not supported")
     stride = kernel if stride is None or stride == [] else stride
-    return bb.emit_te(topi.nn.max_pool2d, x, pair(kernel), pair(stride), pair(dilation))
+    return bb.emit(op.nn.max_pool2d(x, pair(kernel), pair(stride), 0, pair(dilation)))
 
 
 def batch_norm(bb: Any, x: Expr, weight: Expr, bias: Expr, mean: Expr, var: Expr, eps: float) -> Expr:
     """Inference ``nn.BatchNorm2d`` with running statistics."""
-    return bb.emit_te(topi.nn.batch_norm, x, weight, bias, mean, var, 1, float(eps))
+    return bb.emit(op.nn.batch_norm(x, weight, bias, mean, var, 1, float(eps)))
 
 
 def layer_norm(bb: Any, x: Expr, shape: Sequence[int], weight: Expr | None, bias: Expr | None,
@@ -83,7 +82,7 @@ def layer_norm(bb: Any, x: Expr, shape: Sequence[int], weight: Expr | None, bias
     weight = weight if weight is not None else const(np.ones(shape, np.float32))
     bias = bias if bias is not None else const(np.zeros(shape, np.float32))
     axes = list(range(x.ndim - len(shape), x.ndim))
-    return bb.emit_te(topi.nn.layer_norm, x, weight, bias, axes, float(eps))
+    return bb.emit(op.nn.layer_norm(x, weight, bias, axes, float(eps)))
 
 
 def flatten(bb: Any, x: Expr, start_dim: int = 1, end_dim: int = -1) -> Expr:

@@ -142,6 +142,11 @@ def op_attrs(op: ir.Operation, result_shape: Shape | None) -> dict[str, object]:
         attrs["axes"] = tuple(ir.DenseI64ArrayAttr(op.attributes["axes"]))
     if "axis" in op.attributes:
         attrs["axis"] = ir.IntegerAttr(op.attributes["axis"]).value
+    for key in ("strides", "dilation", "pool_size"):  # nn ops (op_nn.py)
+        if key in op.attributes:
+            attrs[key] = tuple(ir.DenseI64ArrayAttr(op.attributes[key]))
+    if "epsilon" in op.attributes:
+        attrs["epsilon"] = ir.FloatAttr(op.attributes["epsilon"]).value
     if op.name == "mlc.reshape":
         attrs["shape"] = result_shape
     return attrs

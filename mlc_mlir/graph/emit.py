@@ -121,6 +121,8 @@ class Emitter:
             attrs["axes"] = ir.DenseI64ArrayAttr.get(list(call.attrs["axes"]))
         elif op == "softmax":
             attrs["axis"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), call.attrs["axis"])
+        elif op in NN_ATTR_OPS:
+            attrs.update(_nn_attrs(call.attrs))
         elif op == "call_tir":
             attrs["callee"] = ir.FlatSymbolRefAttr.get(call.attrs["callee"])
             attrs["operandSegmentSizes"] = segment_sizes(len(operands), CALL_SLOTS, "call_tir")
@@ -136,3 +138,19 @@ def _is_global_var(op: object) -> bool:
     from ..ir import GlobalVar
 
     return isinstance(op, GlobalVar)
+
+
+#: graph ops whose attributes are written generically (tuples of ints, ints, floats)
+NN_ATTR_OPS = ("conv2d", "max_pool2d", "batch_norm", "layer_norm")
+
+
+def _nn_attrs(values: dict) -> dict[str, ir.Attribute]:
+    out: dict[str, ir.Attribute] = {}
+    for key, v in values.items():
+        if isinstance(v, tuple):
+            out[key] = ir.DenseI64ArrayAttr.get([int(x) for x in v])
+        elif isinstance(v, float):
+            out[key] = ir.FloatAttr.get_f64(v)
+        else:
+            out[key] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(v))
+    return out

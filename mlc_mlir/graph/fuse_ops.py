@@ -121,8 +121,10 @@ def _op_info(op: ir.Operation, shapes: dict, funcs: dict[str, ir.Operation]) -> 
         return K.ELEMWISE, False
     if name in _MOVEMENT:
         return K.INJECTIVE, True
-    if name == "matmul":
+    if name in ("matmul", "conv2d", "max_pool2d"):
         return K.OUT_EWISE, False
+    if name == "batch_norm":
+        return K.BROADCAST, False
     if name == "call_tir":
         callee = funcs.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
         if callee is not None:

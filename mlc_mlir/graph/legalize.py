@@ -80,7 +80,7 @@ def te_binary(kind: str) -> Callable[[Any, Any], Any]:
 # -- the default op map -----------------------------------------------------------------
 def _rule(te_fn: Callable[..., Any], name: str, *attr_names: str) -> LegalizeRule:
     def rule(bb: BlockBuilder, call: Call) -> Expr:
-        extra = [call.attrs[a] for a in attr_names]
+        extra = [call.attrs.get(a, 0) for a in attr_names]  # "padding" is always 0
         return bb.call_te(te_fn, *call.args, *extra, primfunc_name_hint=name)
 
     rule.__name__ = f"legalize_{name}"
@@ -98,6 +98,10 @@ DEFAULT_OP_MAP: dict[str, LegalizeRule] = {
     "mlc.permute_dims": _rule(topi.transpose, "permute_dims", "axes"),
     "mlc.reshape": _rule(topi.reshape, "reshape", "shape"),
     "mlc.softmax": _rule(topi.nn.softmax, "softmax", "axis"),
+    "mlc.conv2d": _rule(topi.nn.conv2d, "conv2d", "strides", "padding", "dilation"),
+    "mlc.max_pool2d": _rule(topi.nn.max_pool2d, "max_pool2d", "pool_size", "strides", "dilation"),
+    "mlc.batch_norm": _rule(topi.nn.batch_norm, "batch_norm", "axis", "epsilon"),
+    "mlc.layer_norm": _rule(topi.nn.layer_norm, "layer_norm", "axes", "epsilon"),
 }
 
 

@@ -180,4 +180,12 @@ def alloc_tensor(shape: Sequence[int | str], dtype: Any = "float32") -> Call:
 
 
 #: ``mlc.graph.op.nn``: the neural-network ops under their ``relax.op.nn`` names
-nn = types.SimpleNamespace(relu=relu, gelu=gelu, softmax=softmax, sigmoid=sigmoid, tanh=tanh)
+def _nn() -> types.SimpleNamespace:
+    from . import op_nn
+
+    return types.SimpleNamespace(relu=relu, gelu=gelu, softmax=softmax, sigmoid=sigmoid, tanh=tanh,
+                                 conv2d=op_nn.conv2d, max_pool2d=op_nn.max_pool2d,
+                                 batch_norm=op_nn.batch_norm, layer_norm=op_nn.layer_norm)
+
+
+nn = _nn()
