@@ -5,9 +5,11 @@ from .build import build
 from .errors import (ArgumentError, BuildError, GraphError, LoweringError, MlcError, ParseError,
                      RuntimeError_, ScheduleError, TEError)
 from .ir import Function, Module
+
+IRModule = Module  # the course's tvm.IRModule({...}) / IRModule.from_expr(func)
 from .runtime import cpu, cuda, register_func
 
-__all__ = ["build", "Module", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
+__all__ = ["build", "Module", "IRModule", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
            "MlcError", "ParseError", "TEError", "ScheduleError", "GraphError", "BuildError",
            "LoweringError", "ArgumentError", "RuntimeError_"]
 
@@ -26,7 +28,7 @@ def __getattr__(name: str):
     import importlib
     import importlib.util
 
-    if name in ("te", "schedule", "graph"):
+    if name in ("te", "schedule", "graph", "topi"):
         return importlib.import_module(f".{name}", __name__)
     if name in _NOT_YET:
         if importlib.util.find_spec(f"{__name__}.{name}") is not None:

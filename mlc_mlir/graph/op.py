@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GraphError
-from .expr import Call, Expr, const, format_shape, normalize_dtype, normalize_shape
+from .expr import Call, Expr, TensorStructInfo, const, format_shape, normalize_dtype, normalize_shape
 from .infer import infer, numel
 
 __all__ = ["matmul", "add", "subtract", "multiply", "divide", "relu", "gelu", "sigmoid", "tanh", "nn", "permute_dims", "reshape",
@@ -154,6 +154,8 @@ def call_tir(func: Any, args: Any, out_shape: Sequence[int | str], dtype: Any = 
     program's last argument (course ``R.call_tir``).
     """
     name = _callee_name(func, "call_tir")
+    if isinstance(out_shape, TensorStructInfo):  # R.Tensor((1, n), "float32") of the course
+        out_shape, dtype = out_shape.shape, out_shape.dtype
     shape = normalize_shape(out_shape, what="call_tir out_shape")
     return Call("call_tir", _call_args("call_tir", args), {"callee": name}, shape,
                 normalize_dtype(dtype, what="call_tir dtype"))
@@ -166,6 +168,8 @@ def call_dps_packed(func: Any, args: Any, out_shape: Sequence[int | str], dtype:
     writes the output (course ``R.call_dps_packed``).
     """
     name = _callee_name(func, "call_dps_packed")
+    if isinstance(out_shape, TensorStructInfo):  # R.Tensor((1, n), "float32") of the course
+        out_shape, dtype = out_shape.shape, out_shape.dtype
     shape = normalize_shape(out_shape, what="call_dps_packed out_shape")
     return Call("call_dps", _call_args("call_dps_packed", args), {"callee": name}, shape,
                 normalize_dtype(dtype, what="call_dps_packed dtype"))

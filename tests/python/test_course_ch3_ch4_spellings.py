@@ -9,7 +9,7 @@ import mlc_mlir as mlc
 from mlc_mlir import graph as relax
 from mlc_mlir import te
 
-IRModule = mlc.Module
+IRModule = mlc.IRModule
 
 
 def te_linear(X, W, B):
@@ -42,7 +42,7 @@ def mixture():
     w0, b0, w1, b1 = (relax.Var(n, a.shape) for n, a in zip(("w0", "b0", "w1", "b1"), (W0, B0, W1, B1)))
     with bb.function("main", [x, w0, b0, w1, b1]):
         with bb.dataflow():
-            lv0 = bb.emit(relax.op.call_dps_packed("linear0", (x, w0, b0), (1, 32), "float32"))
+            lv0 = bb.emit(relax.op.call_dps_packed("linear0", (x, w0, b0), relax.TensorStructInfo((1, 32), "float32")))
             lv1 = bb.emit(relax.op.call_dps_packed("relu0", (lv0,), (1, 32), "float32"))
             out = bb.emit(relax.op.call_dps_packed("linear1", (lv1, w1, b1), (1, 10), "float32"))
             gv = bb.emit_output(out)
