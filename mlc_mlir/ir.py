@@ -81,6 +81,9 @@ class FunctionNames(list):
         super().__init__(names)
         self._module = module
 
+    def __reduce__(self):  # pickles / copies as a plain list of names
+        return (list, (list(self),))
+
     def keys(self) -> list[GlobalVar]:
         return [self._module.get_global_var(n) for n in self]
 

@@ -98,6 +98,7 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
 
     def _copied(self) -> Schedule:
         self._funcs = copy.deepcopy(self._funcs)
+        self._ann = copy.deepcopy(getattr(self, "_ann", {}))  # annotations (annotate.py)
         self._insts = list(self._insts)
         rng = random.Random()
         rng.setstate(self._rng.getstate())
