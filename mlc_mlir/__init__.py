@@ -11,9 +11,11 @@ from .errors import (ArgumentError, BuildError, GraphError, LoweringError, MlcEr
 # without loading NumPy and the runtime: name -> (module, attribute or None for the module).
 _LAZY = {"runtime": (".runtime", None), "build": (".build", "build"), "Module": (".ir", "Module"),
          "Function": (".ir", "Function"), "cpu": (".runtime", "cpu"), "cuda": (".runtime", "cuda"),
-         "register_func": (".runtime", "register_func")}
+         "register_func": (".runtime", "register_func"),
+         # the course's tvm.IRModule({...}) / IRModule.from_expr(func)
+         "IRModule": (".ir", "Module")}
 
-__all__ = ["build", "Module", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
+__all__ = ["build", "Module", "IRModule", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
            "MlcError", "ParseError", "TEError", "ScheduleError", "GraphError", "BuildError",
            "LoweringError", "ArgumentError", "RuntimeError_"]
 
@@ -50,7 +52,7 @@ def __getattr__(name: str):
         value = mod if attr is None else getattr(mod, attr)
         globals()[name] = value
         return value
-    if name in ("te", "schedule", "graph"):
+    if name in ("te", "schedule", "graph", "topi"):
         return importlib.import_module(f".{name}", __name__)
     if name in _NOT_YET:
         if importlib.util.find_spec(f"{__name__}.{name}") is not None:

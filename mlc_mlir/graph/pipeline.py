@@ -3,6 +3,7 @@
 =======================  ==============================================================
 stage                    what
 =======================  ==============================================================
+``resolve-packed-calls`` ``call_dps_packed`` of the module's own tensor programs -> ``call_tir``
 ``verify-graph``         :func:`.verify.verify_graph` (environment functions registered)
 optimization stages      :func:`.optimize.optimization_stages` (graph ``opt_level``)
 ``inline-graph-calls``   primitive functions FuseTIR did not turn into tensor programs
@@ -75,7 +76,11 @@ def _lower(state: Compilation, gpu_target: str | None):
 def graph_stages(state: Compilation, *, opt_level: int = 2, op_map: dict | None = None,
                  gpu_target: str | None = None) -> list[Stage]:
     """The graph stages of the build, in order (``gpu_target``: cuda, with the default GPU schedules)."""
+    from .dps_packed import resolve_packed_calls
+
     return [
+        # call_dps_packed("linear0", ...) of a tensor program of the module -> call_tir
+        Stage("resolve-packed-calls", resolve_packed_calls, graph=True),
         Stage("verify-graph", _verify(state), graph=True),
         *optimization_stages(opt_level, op_map),
         Stage("inline-graph-calls", inline_graph_calls),

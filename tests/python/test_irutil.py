@@ -27,7 +27,7 @@ def test_to_attr():
         assert str(to_attr(True)) == "true"
         assert str(to_attr(3)) == "3 : i64"
         assert str(to_attr(0.5)) == "5.000000e-01 : f64"
-        assert str(to_attr(["a", [1]])) == '["a", [1 : i64]]'
+        assert str(to_attr(["a", [1]])) == '["a", [1]]'
         with pytest.raises(TypeError, match="cannot encode"):
             to_attr(object())
 
