@@ -13,6 +13,7 @@ from mlc_mlir.graph import BlockBuilder, Var, op, rewrite
 from mlc_mlir.graph.legalize import te_binary, te_matmul, te_permute_dims, te_relu
 from mlc_mlir.graph.transform import (FuseDenseAddPass, FuseOps, FuseTIR, LegalizeOps, Sequential,
                                       module_pass, remove_all_unused)
+from mlc_mlir.testing import filecheck
 
 
 def fma_module(shape_c=(3, 4)) -> mlc.Module:
@@ -53,7 +54,11 @@ def test_ewise_fma_rewrite_then_remove_unused(rng):
     rewritten = rewrite.ewise_fma(mod)
     assert rewritten.rewrite_count == 1
     text = rewritten.script()
-    assert '"mlc.ewise_fma"(%x, %y, %c)' in text and '"mlc.multiply"' in text
+    filecheck(text, """
+        CHECK: func.func @main(%[[X:.+]]: {{.+}}, %[[Y:.+]]: {{.+}}, %[[C:[^:]+]]:
+        CHECK: "mlc.multiply"
+        CHECK: "mlc.ewise_fma"(%[[X]], %[[Y]], %[[C]])
+    """)
     assert "ewise_fma" not in mod.script()  # the input is untouched
     clean = remove_all_unused(rewritten)
     assert '"mlc.multiply"' not in clean.script()

@@ -4,6 +4,7 @@ import pytest
 
 from mlc_mlir import ScheduleError
 from mlc_mlir.schedule import Schedule
+from mlc_mlir.testing import filecheck
 
 from _schedule_util import check_matmul, check_mm_relu, loop_names, matmul, mm_relu
 
@@ -54,7 +55,10 @@ def test_decompose_reduction_course_ch4_schedule_mm():
     sch.reorder(i, j_0, k, j_1)
     sch.decompose_reduction(block_c, k)
     text = str(sch.mod)
-    assert "linalg.fill {mlc.block_init = \"C\"} ins(%cst : f32) outs(%extracted_slice" in text
+    filecheck(text, """
+        CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+        CHECK: linalg.fill {mlc.block_init = "C"} ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<1x4xf32>)
+    """)
     assert loop_names(sch.mod) == ["k", "j_0", "i"]
     check_matmul(sch)
 

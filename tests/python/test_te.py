@@ -7,6 +7,7 @@ from mlir import ir
 import mlc_mlir as mlc
 from mlc_mlir import te
 from mlc_mlir.errors import TEError
+from mlc_mlir.testing import filecheck
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -118,9 +119,12 @@ def test_symbolic_shapes_use_tensor_dim():
     Y = te.compute((1, n), lambda i, j: te.sum(X[i, k] * W[j, k], axis=k), name="Y")
     Z = te.compute((1, "n"), lambda i, j: te.max(Y[i, j], 0.0), name="Z")
     text = te.create_prim_func([X, W, Z], name="f").script()
-    assert '%arg1: tensor<?x?xf32> {mlc.name = "W", mlc.shape = ["n", "m"]}' in text
-    assert "tensor.dim %arg1, %c0" in text
-    assert "tensor.empty(%dim) : tensor<1x?xf32>" in text
+    filecheck(text, """
+        CHECK: func.func @f(
+        CHECK-SAME: %[[W:[^:]+]]: tensor<?x?xf32> {mlc.name = "W", mlc.shape = ["n", "m"]}
+        CHECK: %[[N:.+]] = tensor.dim %[[W]], %{{.+}}
+        CHECK: tensor.empty(%[[N]]) : tensor<1x?xf32>
+    """)
 
 
 def test_index_variables_lower_to_linalg_index():

@@ -2,18 +2,18 @@
 """Course ch.6.3.1 local blocking: blockIdx.y/x and threadIdx.y/x loops merged into one
 2-D launch, the 8x8 accumulator private to each thread (registers, no local memory)."""
 
-import sys
+from mlc_mlir.testing.gpu import matmul_blocking
 
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _cuda_util import matmul_blocking  # noqa: E402
-
-import mlc_mlir as mlc  # noqa: E402
+import mlc_mlir as mlc
+from mlc_mlir.testing import run
 
 rt = mlc.build(matmul_blocking(256, local=8, block=8, tile_k=4).mod, target="cuda -arch=sm_90")
 
-print("// mapped")
-print(rt.get_source("gpu"))
-# CHECK-LABEL: // mapped
+
+@run
+def test_mapped():
+    print(rt.get_source("gpu"))
+# CHECK-LABEL: TEST: test_mapped
 # CHECK-NOT: scf.forall
 # CHECK: gpu.launch blocks({{.+}}) in (%{{[a-z0-9_]+}} = %c4{{[_0-9]*}}, %{{[a-z0-9_]+}} = %c4{{[_0-9]*}}, %{{[a-z0-9_]+}} = %c1{{[_0-9]*}})
 # CHECK-SAME: threads({{.+}}) in (%{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %c8{{[_0-9]*}}, %{{[a-z0-9_]+}} = %c1{{[_0-9]*}})
@@ -28,9 +28,11 @@ print(rt.get_source("gpu"))
 # CHECK: linalg.copy {mlc.block = "C_local", mlc.scope = "local"} ins(%[[ACC]] : memref<8x8xf32>)
 # CHECK: gpu.terminator
 
-print("// ptx")
-print(rt.get_source("ptx"))
-# CHECK-LABEL: // ptx
+
+@run
+def test_ptx():
+    print(rt.get_source("ptx"))
+# CHECK-LABEL: TEST: test_ptx
 # CHECK: .target sm_90
 # CHECK: .visible .entry main_kernel(
 # CHECK: .maxntid 8, 8, 1

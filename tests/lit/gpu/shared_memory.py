@@ -3,18 +3,18 @@
 the block's tiles of A and B in workgroup memory, fetched by all 64 threads with 4-wide
 accesses between barriers; each thread reads its 8-row (8-column) part of the tile."""
 
-import sys
+from mlc_mlir.testing import cuda_schedules
 
-sys.path.insert(0, "%s/../../../benchmarks" % sys.path[0])
-import cuda_schedules  # noqa: E402
-
-import mlc_mlir as mlc  # noqa: E402
+import mlc_mlir as mlc
+from mlc_mlir.testing import run
 
 rt = mlc.build(cuda_schedules.matmul_shared(256).mod, target="cuda -arch=sm_90")
 
-print("// mapped")
-print(rt.get_source("gpu"))
-# CHECK-LABEL: // mapped
+
+@run
+def test_mapped():
+    print(rt.get_source("gpu"))
+# CHECK-LABEL: TEST: test_mapped
 # CHECK-DAG: memref.global "private" @[[SA:__mlc_shared_[0-9]]] : memref<64x8xf32, #gpu.address_space<workgroup>> = uninitialized {alignment = 16 : i64}
 # CHECK-DAG: memref.global "private" @[[SB:__mlc_shared_[0-9]]] : memref<8x64xf32, #gpu.address_space<workgroup>> = uninitialized {alignment = 16 : i64}
 # CHECK: gpu.launch blocks
@@ -34,9 +34,11 @@ print(rt.get_source("gpu"))
 # CHECK: linalg.generic {{.+}} outs(%[[ACC]] : memref<8x8xf32>) attrs = {mlc.block = "C"}
 # CHECK: linalg.copy {mlc.block = "C_local", mlc.scope = "local"} ins(%[[ACC]] : memref<8x8xf32>)
 
-print("// ptx")
-print(rt.get_source("ptx"))
-# CHECK-LABEL: // ptx
+
+@run
+def test_ptx():
+    print(rt.get_source("ptx"))
+# CHECK-LABEL: TEST: test_ptx
 # CHECK: .visible .entry main_kernel(
 # CHECK: .maxntid 8, 8, 1
 # CHECK: .shared .align 16 .b8 __mlc_shared_{{[0-9]}}[2048];

@@ -1,18 +1,18 @@
 # RUN: %PYTHON %s | filecheck %s
 """Course ch.6.1 vector add, split by 128 and bound: gpu.launch, gpu.func, PTX entry."""
 
-import sys
+from mlc_mlir.testing.gpu import vector_add
 
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _cuda_util import vector_add  # noqa: E402
-
-import mlc_mlir as mlc  # noqa: E402
+import mlc_mlir as mlc
+from mlc_mlir.testing import run
 
 rt = mlc.build(vector_add(1024, 128).mod, target="cuda -arch=sm_90")
 
-print("// mapped")
-print(rt.get_source("gpu"))
-# CHECK-LABEL: // mapped
+
+@run
+def test_mapped():
+    print(rt.get_source("gpu"))
+# CHECK-LABEL: TEST: test_mapped
 # CHECK: func.func @main(%[[A:[a-z0-9_]+]]: memref<1024xf32> {{.*}}, %[[B:[a-z0-9_]+]]: memref<1024xf32> {{.*}}, %[[C:[a-z0-9_]+]]: memref<1024xf32>
 # CHECK-NOT: scf.forall
 # CHECK-DAG: %[[C8:.+]] = arith.constant 8 : index
@@ -23,9 +23,11 @@ print(rt.get_source("gpu"))
 # CHECK: linalg.generic {{.*}}mlc.block = "C"
 # CHECK: gpu.terminator
 
-print("// outlined")
-print(rt.get_source("gpu-outlined"))
-# CHECK-LABEL: // outlined
+
+@run
+def test_outlined():
+    print(rt.get_source("gpu-outlined"))
+# CHECK-LABEL: TEST: test_outlined
 # CHECK: func.func @main(%[[HA:[a-z0-9_]+]]: memref<1024xf32> {{.*}}, %[[HB:[a-z0-9_]+]]: memref<1024xf32> {{.*}}, %[[HC:[a-z0-9_]+]]: memref<1024xf32>
 # CHECK-NOT: gpu.alloc
 # CHECK-NOT: gpu.memcpy
@@ -40,9 +42,11 @@ print(rt.get_source("gpu-outlined"))
 # CHECK: memref.store
 # CHECK: gpu.return
 
-print("// ptx")
-print(rt.get_source("ptx"))
-# CHECK-LABEL: // ptx
+
+@run
+def test_ptx():
+    print(rt.get_source("ptx"))
+# CHECK-LABEL: TEST: test_ptx
 # CHECK: // gpu.binary @main_kernel
 # CHECK: .target sm_90
 # CHECK: .visible .entry main_kernel(

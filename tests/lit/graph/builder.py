@@ -6,6 +6,7 @@ import numpy as np
 import mlc_mlir as mlc
 from mlc_mlir import te
 from mlc_mlir.graph import BlockBuilder, Var, op
+from mlc_mlir.testing import run
 
 
 def te_matmul(A, B):
@@ -17,18 +18,20 @@ def te_relu(A):
     return te.compute(A.shape, lambda *i: te.max(A(*i), 0), name="relu")
 
 
-A = Var("A", (128, 128), "float32")
-B = Var("B", (128, 128), "float32")
-bb = BlockBuilder()
-with bb.function("main"):
-    with bb.dataflow():
-        C = bb.emit_te(te_matmul, A, B)
-        D = bb.emit_te(te_relu, C)
-        R = bb.emit_output(D)
-    bb.emit_func_output(R, params=[A, B])
-mod = bb.get()
-print(mod.script())
-
+@run
+def test_emit_te():
+    A = Var("A", (128, 128), "float32")
+    B = Var("B", (128, 128), "float32")
+    bb = BlockBuilder()
+    with bb.function("main"):
+        with bb.dataflow():
+            C = bb.emit_te(te_matmul, A, B)
+            D = bb.emit_te(te_relu, C)
+            R = bb.emit_output(D)
+        bb.emit_func_output(R, params=[A, B])
+    mod = bb.get()
+    print(mod.script())
+# CHECK-LABEL: TEST: test_emit_te
 # CHECK-LABEL: func.func @te_matmul
 # CHECK-SAME: {mlc.name = "A", mlc.shape = [128, 128]}
 # CHECK-SAME: attributes {mlc.prim_func}
@@ -46,17 +49,25 @@ print(mod.script())
 # CHECK-NEXT: omp.terminator
 # CHECK: return %[[GV]]
 
-# Symbolic batch, a second emit_te of the same te function (a new program), graph ops.
-x = Var("x", ("n", 16), "float32")
-w = Var("w", (16, 16), "float32")
-bb = BlockBuilder()
-with bb.function("f", params=[x, w]):
-    with bb.dataflow():
-        lv0 = bb.emit_te(te_matmul, x, w)
-        lv1 = bb.emit_te(te_matmul, lv0, w)
-        gv = bb.emit_output(op.add(lv1, mlc.graph.const(np.ones(16, "float32"))))
-    bb.emit_func_output(gv)
-print(bb.get().script())
+
+def symbolic_module():
+    """Symbolic batch, a second emit_te of the same te function (a new program), graph ops."""
+    x = Var("x", ("n", 16), "float32")
+    w = Var("w", (16, 16), "float32")
+    bb = BlockBuilder()
+    with bb.function("f", params=[x, w]):
+        with bb.dataflow():
+            lv0 = bb.emit_te(te_matmul, x, w)
+            lv1 = bb.emit_te(te_matmul, lv0, w)
+            gv = bb.emit_output(op.add(lv1, mlc.graph.const(np.ones(16, "float32"))))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+@run
+def test_symbolic_batch():
+    print(symbolic_module().script())
+# CHECK-LABEL: TEST: test_symbolic_batch
 # CHECK-LABEL: func.func @te_matmul
 # CHECK-SAME: mlc.shape = ["n", 16]
 # CHECK-LABEL: func.func @te_matmul1
@@ -66,8 +77,12 @@ print(bb.get().script())
 # CHECK: "mlc.constant"() {value = dense<1.000000e+00> : tensor<16xf32>}
 # CHECK: "mlc.add"
 
-# BindParams: the bound weight becomes a dense_resource constant named after it.
-bound = mlc.graph.transform.BindParams("f", {"w": np.eye(16, dtype="float32")})(bb.get())
-print(bound["f"])
+
+@run
+def test_bind_params():
+    # BindParams: the bound weight becomes a dense_resource constant named after it.
+    bound = mlc.graph.transform.BindParams("f", {"w": np.eye(16, dtype="float32")})(symbolic_module())
+    print(bound["f"])
+# CHECK-LABEL: TEST: test_bind_params
 # CHECK-LABEL: func.func @f(%arg0: tensor<?x16xf32> {mlc.name = "x", mlc.shape = ["n", 16]}) -> tensor<?x16xf32>
 # CHECK: "mlc.constant"() {value = dense_resource<w{{.*}}> : tensor<16x16xf32>}

@@ -5,19 +5,26 @@ import numpy as np
 
 import mlc_mlir as mlc
 from mlc_mlir import graph as relax
-from mlc_mlir import te
+from mlc_mlir.testing import run
 
-x = relax.Var("x", ("n", 4))
-w = relax.const(np.ones((8, 4), "float32"))
-bb = relax.BlockBuilder()
-with bb.function("main", [x]):
-    with bb.dataflow():
-        lv0 = bb.emit(relax.op.matmul(x, relax.op.permute_dims(w)))
-        lv1 = bb.emit(relax.op.nn.relu(lv0))
-        gv = bb.emit_output(lv1)
-    bb.emit_func_output(gv)
-mod = bb.get()
-mod.show()
+
+def graph_module():
+    x = relax.Var("x", ("n", 4))
+    w = relax.const(np.ones((8, 4), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            lv0 = bb.emit(relax.op.matmul(x, relax.op.permute_dims(w)))
+            lv1 = bb.emit(relax.op.nn.relu(lv0))
+            gv = bb.emit_output(lv1)
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+@run
+def test_show():
+    graph_module().show()
+# CHECK-LABEL: TEST: test_show
 # CHECK-LABEL: def main(x: Tensor((n, 4), float32)) -> Tensor((n, 8), float32):
 # CHECK-NEXT:     with dataflow():
 # CHECK-NEXT:         lv2 = permute_dims(c0, axes=(1, 0)) {{ *}}# (4, 8) float32
@@ -29,11 +36,16 @@ mod.show()
 # CHECK-NOT: omp.terminator
 # CHECK-NOT: operandSegmentSizes
 
-legal = relax.transform.LegalizeOps()(mod)
-legal["main"].show()
+
+@run
+def test_show_legalized():
+    legal = relax.transform.LegalizeOps()(graph_module())
+    legal["main"].show()
+# CHECK-LABEL: TEST: test_show_legalized
 # CHECK-LABEL: def main(x: Tensor((n, 4), float32))
 # CHECK: [[MM:lv[0-9]+]] = call_tir(@matmul, (x, lv{{[0-9]+}}), out=(n, 8) float32)
 # CHECK: gv0 = call_tir(@relu, ([[MM]],), out=(n, 8) float32)
+
 
 
 @relax.expr_functor.mutator
@@ -45,7 +57,10 @@ class ReluToSigmoid(relax.PyExprMutator):
         return call
 
 
-ReluToSigmoid().visit_expr(mod["main"]).show()
+@run
+def test_mutator():
+    ReluToSigmoid().visit_expr(graph_module()["main"]).show()
+# CHECK-LABEL: TEST: test_mutator
 # CHECK-LABEL: def main(x: Tensor((n, 4), float32))
 # CHECK: gv0 = sigmoid(lv0)
 # CHECK: output(gv0)

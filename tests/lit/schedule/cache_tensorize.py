@@ -1,41 +1,43 @@
 # RUN: %PYTHON %s | filecheck %s
 """Course ch.6: blockize, special memory scopes (cache_read/cache_write), tensorize."""
 
-import sys
+from mlc_mlir.testing.programs import matmul
 
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _schedule_util import matmul  # noqa: E402
+from mlc_mlir.schedule import Schedule, TensorIntrin
+from mlc_mlir.testing import run
 
-from mlc_mlir.schedule import Schedule, TensorIntrin  # noqa: E402
 
-TensorIntrin.register("tmm16", """
-func.func @tmm16_desc(%A: tensor<16x16xf32>, %B: tensor<16x16xf32>, %C: tensor<16x16xf32>) -> tensor<16x16xf32>
-    attributes {mlc.prim_func} {
-  %c = linalg.matmul {mlc.block = "tmm"} ins(%A, %B : tensor<16x16xf32>, tensor<16x16xf32>)
-       outs(%C : tensor<16x16xf32>) -> tensor<16x16xf32>
-  return %c : tensor<16x16xf32>
-}""", """
-func.func @tmm16_impl(%A: tensor<16x16xf32>, %B: tensor<16x16xf32>, %C: tensor<16x16xf32>) -> tensor<16x16xf32> {
-  %c = linalg.matmul ins(%A, %B : tensor<16x16xf32>, tensor<16x16xf32>) outs(%C : tensor<16x16xf32>) -> tensor<16x16xf32>
-  return %c : tensor<16x16xf32>
-}""")
+@run
+def test_main():
+    TensorIntrin.register("tmm16", """
+    func.func @tmm16_desc(%A: tensor<16x16xf32>, %B: tensor<16x16xf32>, %C: tensor<16x16xf32>) -> tensor<16x16xf32>
+        attributes {mlc.prim_func} {
+      %c = linalg.matmul {mlc.block = "tmm"} ins(%A, %B : tensor<16x16xf32>, tensor<16x16xf32>)
+           outs(%C : tensor<16x16xf32>) -> tensor<16x16xf32>
+      return %c : tensor<16x16xf32>
+    }""", """
+    func.func @tmm16_impl(%A: tensor<16x16xf32>, %B: tensor<16x16xf32>, %C: tensor<16x16xf32>) -> tensor<16x16xf32> {
+      %c = linalg.matmul ins(%A, %B : tensor<16x16xf32>, tensor<16x16xf32>) outs(%C : tensor<16x16xf32>) -> tensor<16x16xf32>
+      return %c : tensor<16x16xf32>
+    }""")
 
-sch = Schedule(matmul())
-i, j, k = sch.get_loops(sch.get_block("C"))
-i, ii = sch.split(i, factors=[None, 16])
-j, ji = sch.split(j, factors=[None, 16])
-k, ki = sch.split(k, factors=[None, 16])
-sch.reorder(i, j, k, ii, ji, ki)
-block_mm = sch.blockize(ii)
-A_reg = sch.cache_read(block_mm, 0, storage_scope="global.A_reg")
-B_reg = sch.cache_read(block_mm, 1, storage_scope="global.B_reg")
-sch.compute_at(A_reg, k)
-sch.compute_at(B_reg, k)
-write_back_block = sch.cache_write(block_mm, 0, storage_scope="global.accumulator")
-sch.reverse_compute_at(write_back_block, j)
-sch.decompose_reduction(block_mm, k)
-sch.tensorize(block_mm, "tmm16")
-print(sch.mod)
+    sch = Schedule(matmul())
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i, ii = sch.split(i, factors=[None, 16])
+    j, ji = sch.split(j, factors=[None, 16])
+    k, ki = sch.split(k, factors=[None, 16])
+    sch.reorder(i, j, k, ii, ji, ki)
+    block_mm = sch.blockize(ii)
+    A_reg = sch.cache_read(block_mm, 0, storage_scope="global.A_reg")
+    B_reg = sch.cache_read(block_mm, 1, storage_scope="global.B_reg")
+    sch.compute_at(A_reg, k)
+    sch.compute_at(B_reg, k)
+    write_back_block = sch.cache_write(block_mm, 0, storage_scope="global.accumulator")
+    sch.reverse_compute_at(write_back_block, j)
+    sch.decompose_reduction(block_mm, k)
+    sch.tensorize(block_mm, "tmm16")
+    print(sch.mod)
+# CHECK-LABEL: TEST: test_main
 # CHECK-LABEL: func.func @main
 # CHECK: scf.for
 # CHECK: scf.for

@@ -1,21 +1,26 @@
 # RUN: %PYTHON %s | filecheck %s
 """Course ch.4: the printed trace with decisions, and the same schedule as a transform script."""
 
-import sys
+from mlc_mlir.schedule import Schedule, apply_transform_script
+from mlc_mlir.testing import run
+from mlc_mlir.testing.programs import matmul
 
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _schedule_util import matmul  # noqa: E402
 
-from mlc_mlir.schedule import Schedule, apply_transform_script  # noqa: E402
+def course_ch4():
+    sch = Schedule(matmul())
+    block_c = sch.get_block("C", "main")
+    i, j, k = sch.get_loops(block=block_c)
+    j_factors = sch.sample_perfect_tile(loop=j, n=2, decision=[32, 4])
+    j_0, j_1 = sch.split(loop=j, factors=j_factors)
+    sch.reorder(i, j_0, k, j_1)
+    sch.decompose_reduction(block_c, k)
+    return sch
 
-sch = Schedule(matmul())
-block_c = sch.get_block("C", "main")
-i, j, k = sch.get_loops(block=block_c)
-j_factors = sch.sample_perfect_tile(loop=j, n=2, decision=[32, 4])
-j_0, j_1 = sch.split(loop=j, factors=j_factors)
-sch.reorder(i, j_0, k, j_1)
-sch.decompose_reduction(block_c, k)
-print(sch.trace)
+
+@run
+def test_trace():
+    print(course_ch4().trace)
+# CHECK-LABEL: TEST: test_trace
 # CHECK: b0 = sch.get_block(name="C", func_name="main")
 # CHECK-NEXT: l1, l2, l3 = sch.get_loops(block=b0)
 # CHECK-NEXT: v4, v5 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=[32, 4])
@@ -23,8 +28,12 @@ print(sch.trace)
 # CHECK-NEXT: sch.reorder(l1, l6, l3, l7)
 # CHECK-NEXT: b8 = sch.decompose_reduction(block=b0, loop=l3)
 
-script = sch.trace.transform_script()
-print(script)
+
+@run
+def test_transform_script():
+    script = course_ch4().trace.transform_script()
+    print(script)
+# CHECK-LABEL: TEST: test_transform_script
 # CHECK-LABEL: transform.named_sequence @__transform_main
 # CHECK: transform.tune.knob<"sample_perfect_tile.v4_v5"> = [32, 4] from options = [{{.*}}[32, 4]{{.*}}]
 # CHECK: %[[F:.+]] = transform.structured.match ops{["func.func"]} attributes {sym_name = "main"}
@@ -35,5 +44,11 @@ print(script)
 # CHECK: transform.annotate %[[LI]] "mlc.loop"
 # CHECK: transform.apply_patterns.canonicalization
 
-print("// same IR:", str(apply_transform_script(matmul(), script)) == str(sch.mod))
+
+@run
+def test_script_gives_the_same_ir():
+    sch = course_ch4()
+    script = sch.trace.transform_script()
+    print("// same IR:", str(apply_transform_script(matmul(), script)) == str(sch.mod))
+# CHECK-LABEL: TEST: test_script_gives_the_same_ir
 # CHECK: // same IR: True

@@ -2,11 +2,19 @@
 """Compute bodies: axes as values, casts, conditions, math functions, integer division."""
 
 from mlc_mlir import te
+from mlc_mlir.testing import run
 
+
+# inputs shared by the cases
 A = te.placeholder((8,), "float32", name="A")
 I = te.placeholder((8,), "int32", name="I")
-C = te.compute((8,), lambda i: te.if_then_else(A[i] > 0, te.sigmoid(A[i]), i.astype("float32")), name="C")
-print(te.create_prim_func([A, C], name="select"))
+
+
+@run
+def test_select():
+    C = te.compute((8,), lambda i: te.if_then_else(A[i] > 0, te.sigmoid(A[i]), i.astype("float32")), name="C")
+    print(te.create_prim_func([A, C], name="select"))
+# CHECK-LABEL: TEST: test_select
 # CHECK-LABEL: func.func @select(
 # CHECK: linalg.generic
 # CHECK: ^bb0(%[[X:.+]]: f32, %{{.+}}: f32):
@@ -21,8 +29,12 @@ print(te.create_prim_func([A, C], name="select"))
 # CHECK: %[[R:.+]] = arith.select %[[POS]], %[[SIG]], %[[IF]] : f32
 # CHECK: linalg.yield %[[R]] : f32
 
-D = te.compute((8,), lambda i: (I[i] // 3 + I[i] % 3).astype("int64"), name="D")
-print(te.create_prim_func([I, D], name="intdiv"))
+
+@run
+def test_intdiv():
+    D = te.compute((8,), lambda i: (I[i] // 3 + I[i] % 3).astype("int64"), name="D")
+    print(te.create_prim_func([I, D], name="intdiv"))
+# CHECK-LABEL: TEST: test_intdiv
 # CHECK-LABEL: func.func @intdiv(
 # CHECK: ^bb0(%[[X:.+]]: i32, %{{.+}}: i64):
 # CHECK: %[[Q:.+]] = arith.floordivsi %[[X]], %[[THREE:.+]] : i32
@@ -33,11 +45,15 @@ print(te.create_prim_func([I, D], name="intdiv"))
 # CHECK: %[[W:.+]] = arith.extsi %[[S]] : i32 to i64
 # CHECK: linalg.yield %[[W]] : i64
 
-# Reductions start from their identity: -inf for a float max, INT_MIN for an int max.
-k = te.reduce_axis((0, 8), "k")
-M = te.compute((1,), lambda i: te.max(A[k], axis=k), name="M")
-N = te.compute((1,), lambda i: te.max(I[k], axis=k), name="N")
-print(te.create_prim_func([A, I, M, N], name="maxes"))
+
+@run
+def test_maxes():
+    # Reductions start from their identity: -inf for a float max, INT_MIN for an int max.
+    k = te.reduce_axis((0, 8), "k")
+    M = te.compute((1,), lambda i: te.max(A[k], axis=k), name="M")
+    N = te.compute((1,), lambda i: te.max(I[k], axis=k), name="N")
+    print(te.create_prim_func([A, I, M, N], name="maxes"))
+# CHECK-LABEL: TEST: test_maxes
 # CHECK-LABEL: func.func @maxes(
 # CHECK: %[[NINF:.+]] = arith.constant 0xFF800000 : f32
 # CHECK: linalg.fill {mlc.block_init = "M"} ins(%[[NINF]] : f32)

@@ -2,13 +2,21 @@
 """te.create_prim_func on the course's mm_relu (ch.2) and matmul + relu (ch.5)."""
 
 from mlc_mlir import te
+from mlc_mlir.testing import run
 
+
+# inputs shared by the cases
 A = te.placeholder((128, 128), "float32", name="A")
 B = te.placeholder((128, 128), "float32", name="B")
-k = te.reduce_axis((0, 128), "k")
-Y = te.compute((128, 128), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="Y")
-C = te.compute((128, 128), lambda i, j: te.max(Y[i, j], 0), name="C")
-print(te.create_prim_func([A, B, C], name="mm_relu"))
+
+
+@run
+def test_mm_relu():
+    k = te.reduce_axis((0, 128), "k")
+    Y = te.compute((128, 128), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="Y")
+    C = te.compute((128, 128), lambda i, j: te.max(Y[i, j], 0), name="C")
+    print(te.create_prim_func([A, B, C], name="mm_relu"))
+# CHECK-LABEL: TEST: test_mm_relu
 # CHECK-DAG: #[[MAP_A:.+]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 # CHECK-DAG: #[[MAP_B:.+]] = affine_map<(d0, d1, d2) -> (d2, d1)>
 # CHECK-DAG: #[[MAP_Y:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -44,11 +52,12 @@ def te_relu(A: te.Tensor) -> te.Tensor:
     return te.compute(A.shape, lambda *i: te.max(A(*i), 0), name="relu")
 
 
-# Only the inputs and the output are listed: matmul becomes a local tensor.
-A = te.placeholder((128, 128), name="A", dtype="float32")
-B = te.placeholder((128, 128), name="B", dtype="float32")
-D = te_relu(te_matmul(A, B))
-print(te.create_prim_func([A, B, D]))
+@run
+def test_main():
+    # Only the inputs and the output are listed: matmul becomes a local tensor.
+    D = te_relu(te_matmul(A, B))
+    print(te.create_prim_func([A, B, D]))
+# CHECK-LABEL: TEST: test_main
 # CHECK-LABEL: func.func @main(
 # CHECK-SAME: %[[D:[^:]+]]: tensor<128x128xf32> {mlc.name = "relu", mlc.shape = [128, 128]}) -> tensor<128x128xf32>
 # CHECK: %[[E:.+]] = tensor.empty() : tensor<128x128xf32>
@@ -57,10 +66,14 @@ print(te.create_prim_func([A, B, D]))
 # CHECK: %[[R:.+]] = linalg.generic {{.*}} ins(%[[MM]] : tensor<128x128xf32>) outs(%[[D]] : tensor<128x128xf32>) attrs = {mlc.block = "relu"}
 # CHECK: return %[[R]]
 
-# Listing the intermediate too makes it an argument (an output) that relu reads back.
-C = te_matmul(A, B)
-D = te_relu(C)
-print(te.create_prim_func([A, B, C, D], name="mm_and_relu"))
+
+@run
+def test_mm_and_relu():
+    # Listing the intermediate too makes it an argument (an output) that relu reads back.
+    C = te_matmul(A, B)
+    D = te_relu(C)
+    print(te.create_prim_func([A, B, C, D], name="mm_and_relu"))
+# CHECK-LABEL: TEST: test_mm_and_relu
 # CHECK-LABEL: func.func @mm_and_relu(
 # CHECK-SAME: %[[C:[^:]+]]: tensor<128x128xf32> {mlc.name = "matmul", mlc.shape = [128, 128]}
 # CHECK-SAME: %[[D:[^:]+]]: tensor<128x128xf32> {mlc.name = "relu", mlc.shape = [128, 128]})

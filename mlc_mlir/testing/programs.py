@@ -1,0 +1,96 @@
+"""Small tensor programs the tests share (the course's mm_relu and matmul as MLIR text)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import mlc_mlir as mlc
+
+__all__ = ["N", "mm_relu_text", "matmul_text", "dyn_add_text", "mm_relu", "matmul", "inputs", "build_and_run",
+           "loop_names"]
+
+N = 128
+
+
+def mm_relu_text(n: int = N, name: str = "mm_relu") -> str:
+    """Course ch.2 ``mm_relu``: block ``Y`` = A @ B (with its init), block ``C`` = relu(Y)."""
+    t = f"tensor<{n}x{n}xf32>"
+    return f"""
+func.func @{name}(%A: {t} {{mlc.name = "A"}}, %B: {t} {{mlc.name = "B"}}, %C: {t} {{mlc.name = "C"}})
+    -> {t} attributes {{mlc.prim_func}} {{
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : {t}
+  %y0 = linalg.fill {{mlc.block_init = "Y"}} ins(%zero : f32) outs(%e : {t}) -> {t}
+  %y = linalg.matmul {{mlc.block = "Y"}} ins(%A, %B : {t}, {t}) outs(%y0 : {t}) -> {t}
+  %c = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+       ins(%y : {t}) outs(%C : {t}) attrs = {{mlc.block = "C"}} {{
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.maximumf %v, %zero : f32
+    linalg.yield %r : f32
+  }} -> {t}
+  return %c : {t}
+}}
+"""
+
+
+def matmul_text(n: int = N, name: str = "main") -> str:
+    """Course ch.4 ``MyModule``: block ``C`` = A @ B with its init."""
+    t = f"tensor<{n}x{n}xf32>"
+    return f"""
+func.func @{name}(%A: {t}, %B: {t}, %C: {t}) -> {t} attributes {{mlc.prim_func}} {{
+  %zero = arith.constant 0.0 : f32
+  %c0 = linalg.fill {{mlc.block_init = "C"}} ins(%zero : f32) outs(%C : {t}) -> {t}
+  %c = linalg.matmul {{mlc.block = "C"}} ins(%A, %B : {t}, {t}) outs(%c0 : {t}) -> {t}
+  return %c : {t}
+}}
+"""
+
+
+def dyn_add_text() -> str:
+    """``C[i, j] = A[i, j] + 1`` with a symbolic first dim ``n``."""
+    t = "tensor<?x64xf32>"
+    return f"""
+func.func @add_one(%A: {t} {{mlc.name = "A", mlc.shape = ["n", 64]}},
+                   %C: {t} {{mlc.name = "C", mlc.shape = ["n", 64]}}) -> {t} attributes {{mlc.prim_func}} {{
+  %one = arith.constant 1.0 : f32
+  %c = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+       ins(%A : {t}) outs(%C : {t}) attrs = {{mlc.block = "C"}} {{
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %one : f32
+    linalg.yield %r : f32
+  }} -> {t}
+  return %c : {t}
+}}
+"""
+
+
+def mm_relu(n: int = N) -> mlc.Module:
+    """:func:`mm_relu_text` parsed."""
+    return mlc.Module.parse(mm_relu_text(n))
+
+
+def matmul(n: int = N) -> mlc.Module:
+    """:func:`matmul_text` parsed."""
+    return mlc.Module.parse(matmul_text(n))
+
+
+def inputs(n: int = N, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two seeded standard-normal ``n x n`` float32 matrices."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32))
+
+
+def build_and_run(mod: mlc.Module, func: str, *arrays: np.ndarray) -> np.ndarray:
+    """Build ``mod``, run ``func`` in place on ``arrays`` and return the last (output) one."""
+    rt = mlc.build(mod, target="llvm")
+    rt[func](*arrays)
+    return arrays[-1]
+
+
+def loop_names(mod: mlc.Module) -> list[str]:
+    """The ``mlc.loop`` names in the printed module, in order."""
+    import re
+
+    return re.findall(r'mlc\.loop = "([^"]+)"', str(mod))
