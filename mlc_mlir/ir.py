@@ -7,6 +7,7 @@ The course's ``IRModule``. It wraps a ``builtin.module`` living in the shared co
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from mlir import ir
@@ -14,7 +15,73 @@ from mlir import ir
 from .context import diagnostics_text, mlc_context
 from .errors import MlcError, ParseError
 
-__all__ = ["Module", "Function"]
+__all__ = ["Module", "Function", "guarded_parse", "MAX_NESTING"]
+
+#: Deepest bracket nesting (``(``, ``[``, ``{``, ``<``) accepted in MLIR text. MLIR's
+#: parser, verifier and printer recurse once per level and overflow the C stack (a
+#: segfault, not an exception) at a few thousand levels; real programs stay under 100.
+MAX_NESTING = 512
+
+_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|[<>]=|[\[\](){}<>\n]')
+_OPEN, _CLOSE = frozenset("([{<"), frozenset(")]}>")
+
+
+def _nesting_error(text: str) -> tuple[int, int, str] | None:
+    """``(line, column, message)`` of the first point nested deeper than MAX_NESTING."""
+    if sum(text.count(c) for c in "([{<") <= MAX_NESTING:
+        return None
+    depth, line, line_start = 0, 1, 0
+    for m in _TOKENS.finditer(text):
+        tok = m.group()
+        if tok == "\n":
+            line, line_start = line + 1, m.end()
+        elif tok in _OPEN:
+            depth += 1
+            if depth > MAX_NESTING:
+                return (line, m.start() - line_start + 1,
+                        f"brackets nested deeper than {MAX_NESTING} levels; such input would overflow "
+                        "the MLIR parser's stack and is refused")
+        elif tok in _CLOSE:
+            depth = max(depth - 1, 0)
+    return None
+
+
+def guarded_parse(text: str, *, source_name: str = "-", report: bool = True) -> ir.Module:
+    """``mlir.ir.Module.parse`` behind the checks that keep bad text from crashing the process.
+
+    Refuses text that is not a ``str``, that cannot be encoded as UTF-8 (a lone surrogate)
+    or that nests brackets deeper than :data:`MAX_NESTING` (the upstream parser would
+    overflow the stack). Must run inside the shared context (``mlc_context()``).
+
+    Args:
+        text: MLIR text.
+        source_name: file name used in the location of a refusal.
+        report: also emit a refusal as an error diagnostic at its location (for tools
+            such as ``mlc-opt`` that collect diagnostics through a handler).
+
+    Raises:
+        mlir.ir.MLIRError: the text does not parse or verify, or is refused by a check
+            (then its message says why and ``error_diagnostics`` is empty).
+    """
+    problem = None
+    if not isinstance(text, str):
+        problem = (1, 1, f"expected MLIR text (str), got {type(text).__name__}")
+    else:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            line = text.count("\n", 0, exc.start) + 1
+            problem = (line, exc.start - text.rfind("\n", 0, exc.start),
+                       f"text is not valid Unicode: {exc.object[exc.start]!r} at offset {exc.start} "
+                       f"({exc.reason})")
+        else:
+            problem = _nesting_error(text)
+    if problem is not None:
+        line, col, msg = problem
+        if report:
+            ir.Location.file(source_name, line, col).emit_error(msg)
+        raise ir.MLIRError(f"{source_name}:{line}:{col}: {msg}", [])
+    return ir.Module.parse(text)
 
 
 class Function:
@@ -60,14 +127,21 @@ class Module:
         self.mlir_module = module
 
     # -- construction ------------------------------------------------------------------
+    #: :func:`guarded_parse`, reachable from tools that import only ``Module``.
+    guarded_parse = staticmethod(guarded_parse)
+
     @classmethod
     def parse(cls, text: str, *, source_name: str = "<string>") -> Module:
-        """Parse and verify MLIR text; raise :class:`ParseError` naming each diagnostic."""
+        """Parse and verify MLIR text; raise :class:`ParseError` naming each diagnostic.
+
+        Text that would crash the upstream parser is refused first (see :func:`guarded_parse`):
+        a lone surrogate, brackets nested deeper than :data:`MAX_NESTING`.
+        """
         if not isinstance(text, str):
             raise ParseError(f"Module.parse expects MLIR text (str), got {type(text).__name__}")
         with mlc_context():
             try:
-                mod = ir.Module.parse(text)
+                mod = guarded_parse(text, source_name=source_name, report=False)
             except ir.MLIRError as exc:
                 raise ParseError(f"cannot parse {source_name}:\n{diagnostics_text(exc)}") from None
         return cls(mod)
@@ -78,7 +152,14 @@ class Module:
         path = Path(path)
         if not path.is_file():
             raise ParseError(f"no such MLIR file: {path}")
-        return cls.parse(path.read_text(), source_name=str(path))
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except OSError as exc:
+            raise ParseError(f"cannot read MLIR file {path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"MLIR file {path} is not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset "
+                             f"{exc.start}") from None
+        return cls.parse(text, source_name=str(path))
 
     def clone(self) -> Module:
         """A deep copy (transformable without touching this module); locations, hence

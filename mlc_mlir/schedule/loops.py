@@ -23,7 +23,10 @@ def _factor(value: Any, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, ExprRV):
-        return value.value
+        value = value.value
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ScheduleError(f"{what}: a sampled factor must be a positive int, got {value!r}")
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScheduleError(f"{what}: factors must be positive ints, sampled values or None, got {value!r}")
     if value <= 0:

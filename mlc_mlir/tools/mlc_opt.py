@@ -99,7 +99,7 @@ def _process(chunk: str, stages: list[_Stage], diags: list[Diag], name: str) -> 
     handle = ctx.attach_diagnostic_handler(handler)
     try:
         try:
-            mod = Module(ir.Module.parse(chunk))
+            mod = Module(Module.guarded_parse(chunk, source_name=name))
         except ir.MLIRError as exc:
             for d in exc.error_diagnostics:
                 diags.extend(diag_from_mlir(d))
