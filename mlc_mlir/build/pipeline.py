@@ -20,6 +20,8 @@ from mlir.passmanager import PassManager
 
 from ..context import diagnostics_text, mlc_context
 from ..errors import LoweringError
+from .alloc_check import check_allocations
+from .guards import reject_unsupported
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "cpu_stages", "run_stages", "run_pipeline", "mlir_lib", "openmp_lib", "tool_path"]
@@ -62,6 +64,7 @@ def cpu_stages(*, parallel: bool) -> list[Stage]:
     threads = ("scf-forall-to-parallel,convert-scf-to-openmp,canonicalize" if parallel
                else "scf-forall-to-for")
     return [
+        Stage("check-input", reject_unsupported),  # BuildError instead of an abort (guards.py)
         Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
         Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         Stage("simplify", "canonicalize,cse"),
@@ -77,6 +80,7 @@ def cpu_stages(*, parallel: bool) -> list[Stage]:
             "convert-index-to-llvm", "convert-func-to-llvm", "convert-cf-to-llvm",
             "convert-ub-to-llvm"] + (["convert-openmp-to-llvm"] if parallel else []) +
             ["reconcile-unrealized-casts"])),
+        Stage("checked-alloc", check_allocations),  # a failed malloc raises (alloc_check.py)
     ]
 
 
