@@ -77,6 +77,10 @@ class LoopPrimitives:
         with self._edit():
             block = fstate.block_of_loop(uid, "split")
             old = fstate.loops[uid]
+            if old.kind != "serial":
+                how = f"bound to {old.thread}" if old.kind == "bound" else old.kind
+                raise ScheduleError(f"split: loop {old.name} is already {how}; splitting it would drop that "
+                                    "annotation (split first, then annotate the new loops)")
             parts = old.parts[block.name]
             if len(parts) != 1:
                 raise ScheduleError(f"split: loop {old.name} is a fusion of several dims; splitting it is not "
