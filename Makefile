@@ -26,6 +26,11 @@ pytest: setup
 lit: setup
 	$(VENV)/bin/lit -q tests/lit
 
+.PHONY: fuzz
+# `make fuzz`: a long random Hypothesis search (tests/python/test_fuzz.py); replay with MLC_FUZZ_SEED=<seed>.
+fuzz: setup
+	MLC_FUZZ_EXAMPLES=$${MLC_FUZZ_EXAMPLES:-300} MLC_FUZZ_SEED=$${MLC_FUZZ_SEED:-$$(date +%s)} $(PY) -m pytest -q tests/python/test_fuzz.py
+
 bench: setup
 	$(PY) benchmarks/bench_matmul.py
 	$(PY) benchmarks/bench_mlp_fusion.py
