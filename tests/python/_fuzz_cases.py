@@ -158,7 +158,7 @@ def _graph_op(bb, name, v, py, pw, ref, y, w):
 
 # -- runtime misuse --------------------------------------------------------------------------
 MISUSES = ["few_args", "many_args", "float64", "int32", "shape", "rank", "list", "none", "string",
-           "strided", "fortran", "zero_d", "symbolic_mismatch", "empty", "scalar", "bad_name"]
+           "strided", "fortran", "zero_d", "symbolic_mismatch", "empty", "scalar", "bad_name", "readonly"]
 
 _KERNELS: dict[str, object] = {}
 
@@ -182,12 +182,16 @@ def runtime_misuse(kind: str, rows: int) -> None:
         "rank": (a.ravel(), b), "list": (a.tolist(), b), "none": (None, b), "string": ("a", b),
         "strided": (np.zeros((rows, 12), np.float32)[:, ::2], b), "fortran": (np.asfortranarray(a), b),
         "zero_d": (np.float32(1.0), b), "symbolic_mismatch": (a, np.zeros((rows + 1, 6), np.float32)),
-        "empty": (a[:0], b[:0]), "scalar": (a, 3.0), "bad_name": None,
+        "empty": (a[:0], b[:0]), "scalar": (a, 3.0), "bad_name": None, "readonly": (a, b),
     }[kind]
+    if kind == "readonly":
+        b.setflags(write=False)
     if args is None:
         rt["no_such_function"]
         return
     rt["main"](*args)
+    if kind == "readonly":
+        raise WrongResult("a read-only output array was accepted (and written)")
     src = np.asarray(args[0], dtype=np.float32)
     _close(args[1], src * 2 + 1, f"runtime {kind}")
 
