@@ -225,3 +225,17 @@ def test_safe_transform_script_is_applied_in_process():
         tiled = tiled.replace("(!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)",
                               "(!transform.any_op) -> (!transform.any_op, !transform.any_op)")
         assert is_provably_safe(ir.Module.parse(tiled))
+
+
+def test_vectorize_under_gpu_bound_loops_names_vectorize():
+    expect_error("""
+A = te.placeholder((64, 64), name="A")
+B = te.compute((64, 64), lambda i, j: A[i, j] * 2.0, name="B")
+sch = mlc.Schedule(te.create_prim_func([A, B]))
+i, j = sch.get_loops(sch.get_block("B"))
+sch.bind(i, "blockIdx.x")
+j0, j1 = sch.split(j, [None, 8])
+sch.bind(j0, "threadIdx.x")
+sch.vectorize(j1)
+mlc.build(sch.mod, target="cuda -arch=sm_90")
+""", "BuildError", "sch.vectorize", "GPU kernel")
