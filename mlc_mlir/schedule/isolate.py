@@ -5,9 +5,9 @@ points to was consumed gives a diagnostic), but with assertions on, some scripts
 abort the process (a loop handle used after ``one_shot_bufferize`` + canonicalization +
 ``apply_licm``). A script made only of the ops in :data:`SAFE_OPS` (matching, tiling,
 fusion, vectorization, annotations, knobs) is applied directly; any other script is first
-applied to a copy of the module in a child process, so that a crash there becomes a
-:class:`~mlc_mlir.errors.ScheduleError` here; only if the child succeeds is it applied
-in this process.
+applied to a copy of the module by the upstream interpreter in a child process, so that
+a crash there becomes a :class:`~mlc_mlir.errors.ScheduleError` here; if the child does
+not crash, the script is applied in this process (which reports any clean failure).
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def is_provably_safe(tmod: ir.Module) -> bool:
 
 
 def dry_run_in_child(payload_text: str, script_text: str) -> None:
-    """Apply the script to ``payload_text`` in a child process; raise :class:`ScheduleError`
-    if it fails there (with its message) or crashes it (naming the signal)."""
+    """Run the script's interpreter on ``payload_text`` in a child process; raise
+    :class:`ScheduleError` if that crashes it (naming the signal)."""
     with tempfile.TemporaryDirectory(prefix="mlc-script-") as tmp:
         spec = os.path.join(tmp, "job.json")
         with open(spec, "w", encoding="utf-8") as f:
@@ -67,8 +67,6 @@ def dry_run_in_child(payload_text: str, script_text: str) -> None:
                                 "in its trial process") from None
     if proc.returncode == 0:
         return
-    if proc.returncode == 3:
-        raise ScheduleError(proc.stdout.strip())
     tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
     if proc.returncode < 0:
         sig = signal.Signals(-proc.returncode).name
@@ -78,14 +76,21 @@ def dry_run_in_child(payload_text: str, script_text: str) -> None:
 
 
 def _child(spec_path: str) -> int:
-    from ..ir import Module
-    from .apply import apply_transform_script
+    """Run only the upstream interpreter on the job (where aborts happen). Its diagnostics
+    and Python-side steps (registered tensor intrinsics live in the parent) are left to
+    the parent, which applies the script again in process."""
+    from mlir.dialects.transform import interpreter
+
+    from ..context import mlc_context
+    from .apply import _entry
 
     with open(spec_path, encoding="utf-8") as f:
         job = json.load(f)
-    try:
-        apply_transform_script(Module.parse(job["payload"]), job["script"], isolate=False)
-    except ScheduleError as exc:
-        print(str(exc))
-        return 3
+    with mlc_context() as ctx:
+        ctx.attach_diagnostic_handler(lambda diag: True)
+        try:
+            payload, tmod = ir.Module.parse(job["payload"]), ir.Module.parse(job["script"])
+            interpreter.apply_named_sequence(payload, _entry(tmod), tmod)
+        except (ValueError, ir.MLIRError, ScheduleError):
+            return 0  # a clean failure: the parent reports it with its diagnostics
     return 0
