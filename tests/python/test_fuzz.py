@@ -18,7 +18,7 @@ import os
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from _fuzz_cases import GRAPH_OPS, MISUSES, PRIMITIVES, SEED_TEXTS  # noqa: E402
@@ -81,6 +81,7 @@ steps = st.lists(st.tuples(st.integers(0, len(PRIMITIVES) - 1), st.integers(0, 5
 @_seeded
 @FUZZ
 @given(program=st.sampled_from(["mm_relu", "softmax"]), steps=steps)
+@example(program="softmax", steps=[(7, 1, 1, 128)])  # a refused compute_at once left sch.mod re-emitted
 def test_fuzz_schedule_against_numpy_and_replay(worker, program, steps):
     worker.run("schedule", {"program": program, "steps": [list(s) for s in steps]})
 
