@@ -59,6 +59,10 @@ def _int_floor_divmod(op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value
     and ``x % 0`` are 0; ``INT_MIN // -1`` wraps to ``INT_MIN`` and ``INT_MIN % -1`` is 0.
     The hardware divides by a safe divisor (1 in those cases), so it never traps.
     """
+    divisor = _constant_int(b)
+    if divisor is not None and divisor not in (0, -1):  # nothing to guard
+        quot = arith.floordivsi(a, b)
+        return quot if op == "floordiv" else arith.subi(a, arith.muli(quot, b))
     lo, _ = int_range(dtype)
     zero, one = constant(0, dtype), constant(1, dtype)
     b_zero = arith.cmpi(arith.CmpIPredicate.eq, b, zero)
@@ -69,6 +73,16 @@ def _int_floor_divmod(op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value
     # floormod(a, b) = a - floordiv(a, b) * b: its sign is b's, as Python's %.
     res = quot if op == "floordiv" else arith.subi(a, arith.muli(quot, safe_b))
     return arith.select(b_zero, zero, res)
+
+
+def _constant_int(v: ir.Value) -> int | None:
+    owner = v.owner
+    if isinstance(owner, ir.OpView):
+        owner = owner.operation
+    if not isinstance(owner, ir.Operation) or owner.name != "arith.constant":
+        return None
+    attr = owner.attributes["value"]
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
 
 
 def _cast(v: ir.Value, src: str, dst: str) -> ir.Value:
