@@ -178,16 +178,21 @@ A = te.placeholder((12,), dtype="{dtype}", name="A")
 B = te.placeholder((12,), dtype="{dtype}", name="B")
 D = te.compute((12,), lambda i: A[i] // B[i], name="D")
 M = te.compute((12,), lambda i: A[i] % B[i], name="M")
+K = te.compute((12,), lambda i: A[i] // -1 + A[i] % 0 + A[i] // 0 + A[i] % -3, name="K")
 rt = mlc.build(te.create_prim_func([A, B, D]))
 rm = mlc.build(te.create_prim_func([A, B, M]))
+rk = mlc.build(te.create_prim_func([A, K]))
 lo = np.iinfo("{dtype}").min
 a = np.array([7, -7, 7, -7, 0, 5, lo, lo, lo, 3, -3, lo], "{dtype}")
 b = np.array([2, 2, -2, -2, 0, 0, -1, 1, 0, 5, 5, lo], "{dtype}")
 d = np.zeros_like(a); m = np.zeros_like(a)
 rt["main"](a, b, d); rm["main"](a, b, m)
+k = np.zeros_like(a); rk["main"](a, k)
 with np.errstate(all="ignore"):
     np.testing.assert_array_equal(d, a // b)
     np.testing.assert_array_equal(m, a % b)
+    t = a.dtype.type
+    np.testing.assert_array_equal(k, a // t(-1) + a % t(0) + a // t(0) + a % t(-3))
 print("ok")
 """)
     assert out.strip() == "ok"
