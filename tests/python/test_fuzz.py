@@ -16,13 +16,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, example, given, seed, settings
+from hypothesis import strategies as st
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, example, given, seed, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from _fuzz_cases import GRAPH_OPS, MISUSES, PRIMITIVES, SEED_TEXTS  # noqa: E402
-from _fuzz_worker import FuzzWorker  # noqa: E402
+from _fuzz_cases import GRAPH_OPS, MISUSES, PRIMITIVES, SEED_TEXTS
+from _fuzz_worker import FuzzWorker
 
 EXAMPLES = int(os.environ.get("MLC_FUZZ_EXAMPLES", "12"))
 SEED = os.environ.get("MLC_FUZZ_SEED")
