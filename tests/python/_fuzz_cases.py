@@ -49,7 +49,9 @@ def parse_text(text: str) -> None:
 
 # -- random schedules ----------------------------------------------------------------------
 PRIMITIVES = ["split", "split_sampled", "reorder", "fuse", "parallel", "vectorize", "unroll",
-              "compute_at", "reverse_compute_at", "decompose_reduction", "perfect_tile"]
+              "compute_at", "reverse_compute_at", "decompose_reduction", "perfect_tile", "cache_read",
+              "cache_write"]
+SCOPES = ["global", "shared", "local", "global.A_reg"]
 
 
 def _program(kind: str):
@@ -92,6 +94,10 @@ def _step(sch, blocks: list[str], prim: str, x: int, y: int, z: int) -> None:
         getattr(sch, prim)(loop)
     elif prim == "decompose_reduction":
         sch.decompose_reduction(block, loop)
+    elif prim == "cache_read":
+        sch.cache_read(block, z % 3, SCOPES[y % len(SCOPES)])
+    elif prim == "cache_write":
+        sch.cache_write(block, z % 2, SCOPES[y % len(SCOPES)])
     else:
         other = sch.get_block(blocks[z % len(blocks)])
         other_loops = sch.get_loops(other)
