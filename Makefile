@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	if ls /opt/wheels/torch-*+cpu-*.whl >/dev/null 2>&1; then $(PY) -m pip install -q --find-links /opt/wheels 'torch==2.13.0'; fi
 	touch $(STAMP)
 
 demo: setup

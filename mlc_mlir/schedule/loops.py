@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from ..errors import ScheduleError
+from .fuse_nest import fuse_general, needs_general_fuse
 from .state import MAX_UNROLL, MAX_VECTOR_ELEMENTS, Loop
 from .trace import ExprRV, LoopRV
 
@@ -83,6 +84,8 @@ class LoopPrimitives:
                                     "annotation (split first, then annotate the new loops)")
             parts = old.parts[block.name]
             if len(parts) != 1:
+                if block.cache_scope == "shared":  # cooperative fetching (course ch.6)
+                    return self._split_shared_copy(fstate, block, uid, vals, loop, factors)
                 raise ScheduleError(f"split: loop {old.name} is a fusion of several dims; splitting it is not "
                                     "supported")
             dim, extent = parts[0]
@@ -170,6 +173,11 @@ class LoopPrimitives:
         uids = [u for _, u in resolved]
         with self._edit():
             fstate = resolved[0][0]
+            if len(uids) == 1 or needs_general_fuse(fstate, uids):  # one loop; shared or interleaved loops
+                uid = uids[0] if len(uids) == 1 else fuse_general(fstate, uids, self._new_uid)
+                rv = self._loop_rv(fstate, uid)
+                self._record("fuse", [("loops", list(loops))], (rv,))
+                return rv
             block = fstate.block_of_loop(uids[0], "fuse")
             for u in uids[1:]:
                 if fstate.block_of_loop(u, "fuse") is not block:
@@ -265,6 +273,9 @@ class LoopPrimitives:
         """
         with self._edit():
             fstate, uid = self._resolve_loop(loop, "vectorize")
+            if self._vectorize_shared_copy(fstate, uid):
+                self._record("vectorize", [("loop", loop)])
+                return
             block = fstate.block_of_loop(uid, "vectorize")
             lp = fstate.loops[uid]
             if block.path[-1] != uid:
