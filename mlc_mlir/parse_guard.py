@@ -12,7 +12,7 @@ import re
 
 from mlir import ir
 
-__all__ = ["guarded_parse", "MAX_NESTING"]
+__all__ = ["guarded_parse", "nesting_error", "MAX_NESTING"]
 
 #: Deepest bracket nesting (``(``, ``[``, ``{``, ``<``) accepted in MLIR text. MLIR's
 #: parser, verifier and printer recurse once per level and overflow the C stack (a
@@ -23,7 +23,7 @@ _TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|[<>]=|[\[\](){}<>\n]')
 _OPEN, _CLOSE = frozenset("([{<"), frozenset(")]}>")
 
 
-def _nesting_error(text: str) -> tuple[int, int, str] | None:
+def nesting_error(text: str) -> tuple[int, int, str] | None:
     """``(line, column, message)`` of the first point nested deeper than MAX_NESTING."""
     if sum(text.count(c) for c in "([{<") <= MAX_NESTING:
         return None
@@ -72,7 +72,7 @@ def guarded_parse(text: str, *, source_name: str = "-", report: bool = True) -> 
                        f"text is not valid Unicode: {exc.object[exc.start]!r} at offset {exc.start} "
                        f"({exc.reason})")
         else:
-            problem = _nesting_error(text)
+            problem = nesting_error(text)
     if problem is not None:
         line, col, msg = problem
         if report:
