@@ -1,6 +1,8 @@
 """mlc-mlir: the MLC course's workflow (tensor programs, schedules, graphs, tuning) on upstream MLIR."""
 
-from . import errors, runtime
+import logging as _logging
+
+from . import errors, log, runtime
 from .build import build
 from .errors import (ArgumentError, BuildError, GraphError, LoweringError, MlcError, ParseError,
                      RuntimeError_, ScheduleError, TEError)
@@ -12,6 +14,10 @@ __all__ = ["build", "Module", "Function", "runtime", "errors", "cpu", "cuda", "r
            "LoweringError", "ArgumentError", "RuntimeError_"]
 
 __version__ = "0.1.0"
+
+# Library logging: silent unless the application configures it or sets MLC_LOG (log.py).
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
+log.configure_from_env()
 
 
 _NOT_YET = {
