@@ -38,4 +38,4 @@ bench: setup
 	$(PY) benchmarks/bench_mlp_fusion.py
 
 clean:
-	rm -rf .lit-out .pytest_cache
+	rm -rf .lit-out .pytest_cache build dist *.egg-info

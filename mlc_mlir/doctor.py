@@ -138,6 +138,10 @@ def _cuda_toolkit() -> str:
 
     toolkit = cuda_toolkit()
     if toolkit is None:
+        on_path = shutil.which("ptxas")
+        if on_path:
+            return (f"none used: ptxas is on PATH ({on_path}) but builds look only at MLC_CUDA_TOOLKIT and "
+                    f"the nvidia-cuda-nvcc wheel; set MLC_CUDA_TOOLKIT={Path(on_path).resolve().parent.parent}")
         return "none (no ptxas: pip install 'mlc-mlir[cuda]' or set MLC_CUDA_TOOLKIT; CUDA builds emit PTX)"
     out = subprocess.run([str(Path(toolkit) / "bin" / "ptxas"), "--version"], capture_output=True, text=True,
                          timeout=30).stdout

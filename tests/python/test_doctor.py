@@ -84,7 +84,7 @@ def test_runtime_libraries_and_dialects(report):
 def test_cuda_toolkit_and_gpu(report):
     toolkit = cuda_toolkit()
     if toolkit is None:
-        assert report["CUDA toolkit"].startswith("none (no ptxas")
+        assert report["CUDA toolkit"].startswith(("none (no ptxas", "none used: ptxas is on PATH"))
     else:
         assert re.fullmatch(re.escape(toolkit) + r" \(ptxas \d+\.\d+\)", report["CUDA toolkit"])
     if cuda_driver() is None:
@@ -93,6 +93,16 @@ def test_cuda_toolkit_and_gpu(report):
         assert report["GPU"].startswith("none (libcuda loads")
     else:
         assert report["GPU"].startswith(f"CUDA device 0 is {device_arch(0)}")
+
+
+def test_cuda_toolkit_from_environment(tmp_path):
+    ptxas = tmp_path / "bin" / "ptxas"
+    ptxas.parent.mkdir()
+    ptxas.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 99.1, V99.1.7'\n")
+    ptxas.chmod(0o755)
+    proc = run_doctor(env={"MLC_CUDA_TOOLKIT": str(tmp_path)}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert parse(proc.stdout)["CUDA toolkit"] == f"{tmp_path} (ptxas 99.1)"
 
 
 def test_json_matches_text(report, tmp_path):
