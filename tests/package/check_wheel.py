@@ -100,8 +100,9 @@ def install(tmp: Path, wheel: Path) -> Path:
     step("install the wheel into a clean venv")
     venv = tmp / "venv"
     run([sys.executable, "-m", "venv", str(venv)], cwd=tmp, what="python -m venv")
-    run([str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", str(wheel)],
-        cwd=tmp, what="pip install of the wheel")
+    # --no-compile: the ~1 GB of MLIR/LLVM wheels unpack without byte-compiling their Python files
+    run([str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-compile",
+         str(wheel)], cwd=tmp, what="pip install of the wheel")
     return venv
 
 
