@@ -22,8 +22,10 @@ demo: setup
 
 test: setup pytest lit package-check
 
+# The venv's pytest script, not `python -m pytest`: the checkout is not put on sys.path, so
+# mlc_mlir is imported the way the installed package is.
 pytest: setup
-	$(PY) -m pytest tests/python
+	$(VENV)/bin/pytest tests/python
 
 lit: setup
 	$(VENV)/bin/lit -q tests/lit
