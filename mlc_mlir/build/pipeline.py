@@ -26,8 +26,7 @@ from ..errors import LoweringError
 from ..log import print_ir
 from .vector_opt import optimize_vectors
 
-__all__ = ["Stage", "cpu_stages", "run_stages", "run_pipeline", "mlir_lib", "openmp_lib",
-           "tool_path"]
+__all__ = ["Stage", "cpu_stages", "run_stages", "run_pipeline", "mlir_lib", "openmp_lib", "tool_path"]
 
 log = logging.getLogger(__name__)
 
