@@ -7,25 +7,14 @@ B computed at a loop gets a buffer of the tile's shape, filled once per iteratio
 loop.
 """
 
-import importlib.util
 import re
-from pathlib import Path
 
 import mlc_mlir as mlc
 
+from _benchmarks import load_benchmark
 from _schedule_util import check_matmul, matmul
 
-
-def _benchmark_module(name: str):
-    """``benchmarks/<name>.py`` loaded from its file (benchmarks/ is no package; no sys.path edit)."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-matmul_schedules = _benchmark_module("matmul_schedules")
+matmul_schedules = load_benchmark("matmul_schedules")
 primitive_schedule = matmul_schedules.primitive_schedule
 
 N = 256
