@@ -22,8 +22,10 @@ __all__ = ["main"]
 
 
 def _version() -> str:
-    """mlir-opt's version block, with the mlc-mlir version first."""
+    """mlir-opt's version block, with the mlc-mlir version first, then the doctor's report."""
     from importlib import metadata
+
+    from ..doctor import report
 
     def version(dist: str) -> str:
         try:
@@ -35,7 +37,7 @@ def _version() -> str:
     llvm = ".".join(bindings.split(".")[:3])
     return (f"mlc-opt (mlc-mlir {version('mlc-mlir')})\n"
             f"LLVM (http://llvm.org/):\n  LLVM version {llvm}\n"
-            f"  MLIR Python bindings: xtc-mlir-python-bindings {bindings}\n")
+            f"  MLIR Python bindings: xtc-mlir-python-bindings {bindings}\n\n{report()}\n")
 
 
 def _help() -> str:
