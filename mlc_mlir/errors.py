@@ -12,11 +12,8 @@ __all__ = [
     "LoweringError",
     "RuntimeError_",
     "ArgumentError",
-<<<<<<< HEAD
     "AllocationError",
-=======
     "InstallError",
->>>>>>> main
     "check",
 ]
 
@@ -57,13 +54,12 @@ class ArgumentError(RuntimeError_):
     """Arguments of a compiled function call that do not match its signature."""
 
 
-<<<<<<< HEAD
 class AllocationError(RuntimeError_, MemoryError):
     """Compiled code could not allocate a buffer (``malloc`` returned NULL): out of memory."""
-=======
+
+
 class InstallError(MlcError):
     """An incomplete installation: a dialect definition or runtime library is missing."""
->>>>>>> main
 
 
 def check(cond: object, msg: str, error: type[MlcError] = MlcError) -> None:

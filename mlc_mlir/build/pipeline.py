@@ -23,12 +23,9 @@ from mlir.passmanager import PassManager
 
 from ..context import diagnostics_text, mlc_context
 from ..errors import LoweringError
-<<<<<<< HEAD
+from ..log import print_ir
 from .alloc_check import check_allocations
 from .guards import reject_unsupported
-=======
-from ..log import print_ir
->>>>>>> main
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "cpu_stages", "run_stages", "run_pipeline", "mlir_lib", "openmp_lib", "tool_path"]
