@@ -175,8 +175,10 @@ def _exec_mlir_opt(opts: Options, argv: list[str]) -> None:
         if st.kind == "pass" and (st.name not in _upstream.PASSES and st.name not in _upstream.PIPELINES
                                   or (st.options or "").startswith("{")):
             return
-    if opts.input != "-" and _too_deep_for_mlir_opt(opts.input):
-        return  # mlir-opt would overflow its stack: the Python path refuses the input cleanly
+    if opts.input == "-" or _too_deep_for_mlir_opt(opts.input):
+        # stdin cannot be checked before mlir-opt reads it, and a too-deep input would
+        # overflow mlir-opt's stack: the Python path guards the parse and refuses it cleanly
+        return
     files, binary = _dialect_files_light(), mlir_opt_path()
     if files is None or len(files) != 1 or binary is None or not os.access(binary, os.X_OK):
         return

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -246,3 +247,14 @@ sch.bind(j0, "threadIdx.x")
 sch.vectorize(j1)
 mlc.build(sch.mod, target="cuda -arch=sm_90")
 """, "BuildError", "sch.vectorize", "GPU kernel")
+
+
+@pytest.mark.parametrize("kind", sorted(DEEP))
+def test_mlc_opt_console_script_refuses_deep_nesting_on_stdin(kind):
+    # the console script hands plain runs to mlir-opt; stdin cannot be checked first, so it
+    # keeps the guarded Python parse
+    script = Path(sys.executable).with_name("mlc-opt")
+    proc = subprocess.run([str(script), "-canonicalize"], input=eval(DEEP[kind]),  # noqa: S307
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert f"deeper than {MAX_NESTING}" in proc.stderr
