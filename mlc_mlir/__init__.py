@@ -1,9 +1,10 @@
 """mlc-mlir: the MLC course's workflow (tensor programs, schedules, graphs, tuning) on upstream MLIR."""
 
+import logging as _logging
 import sys
 import types
 
-from . import errors
+from . import errors, log
 from .errors import (ArgumentError, BuildError, GraphError, LoweringError, MlcError, ParseError,
                      RuntimeError_, ScheduleError, TEError)
 
@@ -20,6 +21,10 @@ __all__ = ["build", "Module", "IRModule", "Function", "runtime", "errors", "cpu"
            "LoweringError", "ArgumentError", "RuntimeError_"]
 
 __version__ = "0.1.0"
+
+# Library logging: silent unless the application configures it or sets MLC_LOG (log.py).
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
+log.configure_from_env()
 
 
 class _Package(types.ModuleType):

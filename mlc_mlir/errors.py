@@ -12,6 +12,8 @@ __all__ = [
     "LoweringError",
     "RuntimeError_",
     "ArgumentError",
+    "AllocationError",
+    "InstallError",
     "check",
 ]
 
@@ -50,6 +52,14 @@ class RuntimeError_(MlcError):
 
 class ArgumentError(RuntimeError_):
     """Arguments of a compiled function call that do not match its signature."""
+
+
+class AllocationError(RuntimeError_, MemoryError):
+    """Compiled code could not allocate a buffer (``malloc`` returned NULL): out of memory."""
+
+
+class InstallError(MlcError):
+    """An incomplete installation: a dialect definition or runtime library is missing."""
 
 
 def check(cond: object, msg: str, error: type[MlcError] = MlcError) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,6 +13,7 @@ from ..context import mlc_context
 from ..errors import BuildError
 from ..ir import Module
 from .abi import FuncSignature
+from .alloc_check import alloc_failure_check
 from .executable import CompiledFunction, ProfileResult, RuntimeModule
 from .pipeline import (Compilation, Stage, build_stages, codegen_stages, cpu_stages, mlir_lib, openmp_lib,
                        run_pipeline, run_stage, run_stages, uses_parallel_loops)
@@ -21,6 +23,7 @@ __all__ = ["build", "compile_module", "RuntimeModule", "CompiledFunction", "Prof
            "run_stage", "run_stages", "FuncSignature"]
 
 _TARGETS = ("llvm", "cpu")
+log = logging.getLogger(__name__)
 
 
 def build(mod: Module, target: str = "llvm", *, opt_level: int = 3,
@@ -99,6 +102,7 @@ def compile_module(mod: Module, *, opt_level: int = 3, print_after_all: bool = F
         if callable(callbacks):
             callbacks = callbacks()
         engine = _jit(module, state, opt_level, callbacks)
+        after_call = alloc_failure_check(engine, after_call)
     return RuntimeModule(engine=engine, signatures=state.signatures, lowered=module,
                          source=state.source or source, target=target, after_call=after_call,
                          keep_alive=list((callbacks or {}).values()), fast_plans=state.plans)
@@ -109,6 +113,7 @@ def _jit(module: ir.Module, state: Compilation, opt_level: int,
     libs = [mlir_lib("libmlir_c_runner_utils.so")]
     if state.parallel:
         libs.append(openmp_lib())
+    log.debug("JIT of %s (opt_level %d) with %s", ", ".join(state.signatures), opt_level, ", ".join(libs))
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=libs)
     except (RuntimeError, ir.MLIRError) as exc:

@@ -11,9 +11,12 @@ Python function; ``print_after_all=True`` dumps are labelled with the stage name
 
 from __future__ import annotations
 
+import ctypes.util
+import importlib.metadata
+import logging
 import os
 import platform
-import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +29,15 @@ from mlir.passmanager import PassManager
 from ..context import mlc_context
 from ..errors import BuildError, LoweringError
 from ..irutil import diagnostics_text, has_op
+from ..log import print_ir
+from .alloc_check import check_allocations
+from .guards import reject_unsupported
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "Compilation", "cpu_stages", "codegen_stages", "build_stages", "run_stage",
            "run_stages", "run_pipeline", "uses_parallel_loops", "mlir_lib", "openmp_lib", "tool_path"]
+
+log = logging.getLogger(__name__)
 
 BUFFERIZE = ("one-shot-bufferize{bufferize-function-boundaries=1 "
              "function-boundary-type-conversion=identity-layout-map}")
@@ -72,6 +80,7 @@ def _to_llvm_text(parallel: bool) -> str:
 def cpu_stages(*, parallel: bool) -> list[Stage]:
     """The stages from tensor programs (after the ABI rewrite) to the LLVM dialect."""
     return [
+        Stage("check-input", reject_unsupported),  # BuildError instead of an abort (guards.py)
         Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
         Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         Stage("simplify", "canonicalize,cse"),
@@ -83,6 +92,7 @@ def cpu_stages(*, parallel: bool) -> list[Stage]:
         Stage("control-flow", "convert-scf-to-cf,expand-strided-metadata,lower-affine"),
         Stage("math", "math-expand-ops,convert-math-to-llvm,convert-math-to-libm"),
         Stage("to-llvm", _to_llvm_text(parallel)),
+        Stage("checked-alloc", check_allocations),  # a failed malloc raises (alloc_check.py)
     ]
 
 
@@ -128,10 +138,11 @@ def run_stages(module: Any, stages: Sequence[Stage], *, print_after_all: bool = 
     for stage in stages:
         if raw and stage.graph:
             raise LoweringError(f"stage {stage.name!r} is a graph stage: run it on an mlc.Module")
+        start = time.perf_counter()
         mod = run_stage(mod, stage)
+        log.debug("stage %s done in %.1f ms", stage.name, 1e3 * (time.perf_counter() - start))
         if print_after_all:
-            print(f"// -----// IR Dump After {stage.name} //----- //", file=sys.stderr)
-            print(mod.script() if stage.graph else mod.mlir_module, file=sys.stderr)
+            print_ir(stage.name, mod.script() if stage.graph else str(mod.mlir_module))
         if after_stage is not None:
             after_stage(stage, mod)
     return mod.mlir_module if raw else mod
@@ -216,17 +227,51 @@ def mlir_lib(name: str) -> str:
     return str(path)
 
 
+#: (distribution, library file) of the OpenMP runtimes pip can install, in preference order
+OPENMP_DISTRIBUTIONS = (("intel-openmp", "libiomp5.so"),)
+_SYSTEM_OPENMP = ("/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/llvm-14/lib/libomp.so.5")
+
+
+def _openmp_from_distribution(dist_name: str, lib: str) -> Path | None:
+    """``lib`` among the installed files of ``dist_name`` (a venv, ``--user`` or system install)."""
+    try:
+        dist = importlib.metadata.distribution(dist_name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in dist.files or []:
+        if file.name == lib:
+            path = Path(dist.locate_file(file)).resolve()
+            if path.is_file():
+                return path
+    return None
+
+
 def openmp_lib() -> str:
-    """Path of the OpenMP runtime the project installs (``intel-openmp``'s libiomp5, or libomp)."""
-    candidates = [Path(sys.prefix) / "lib" / "libiomp5.so",
-                  Path("/usr/lib/x86_64-linux-gnu/libomp.so.5"),
-                  Path("/usr/lib/llvm-14/lib/libomp.so.5")]
+    """Path of the OpenMP runtime for parallel loops (libiomp5 from ``intel-openmp``, or libomp).
+
+    Looked up in order: ``$MLC_OPENMP_LIB``; the files of the ``intel-openmp`` distribution
+    wherever pip put them (``importlib.metadata``); a system libomp (a soname the loader finds
+    when only ``ldconfig`` knows it).
+
+    Raises:
+        LoweringError: ``$MLC_OPENMP_LIB`` names no file, or no runtime is found.
+    """
     env = os.environ.get("MLC_OPENMP_LIB")
     if env:
-        candidates.insert(0, Path(env))
-    for cand in candidates:
-        if cand.is_file():
-            return str(cand)
+        if not Path(env).is_file():
+            raise LoweringError(f"MLC_OPENMP_LIB={env!r} is not a file (it should name libiomp5.so or libomp.so)")
+        return env
+    for dist_name, lib in OPENMP_DISTRIBUTIONS:
+        path = _openmp_from_distribution(dist_name, lib)
+        if path is not None:
+            log.debug("OpenMP runtime %s (from the %s distribution)", path, dist_name)
+            return str(path)
+    for cand in _SYSTEM_OPENMP:
+        if Path(cand).is_file():
+            return cand
+    found = ctypes.util.find_library("omp")
+    if found:
+        return found
     raise LoweringError("parallel loops need an OpenMP runtime and none was found "
                         "(pip install intel-openmp, or set MLC_OPENMP_LIB)")
 

@@ -17,6 +17,8 @@ stage                  opt_level  what
 
 from __future__ import annotations
 
+import logging
+
 from ..build.pipeline import Stage, run_stages
 from ..errors import GraphError
 from ..ir import Module
@@ -27,6 +29,8 @@ from .legalize import LegalizeRule
 from .rewrite import ewise_fma
 
 __all__ = ["optimization_stages", "optimize", "count_kernels", "MAX_OPT_LEVEL"]
+
+log = logging.getLogger(__name__)
 
 MAX_OPT_LEVEL = 3
 
@@ -61,7 +65,9 @@ def optimize(mod: Module, *, opt_level: int = 2, op_map: dict[str, LegalizeRule]
         The optimized copy (``mod`` itself is left untouched).
     """
     stages = optimization_stages(opt_level, op_map)
-    return run_stages(clone_module(mod), stages, print_after_all=print_after_all)
+    out = run_stages(clone_module(mod), stages, print_after_all=print_after_all)
+    log.debug("graph optimization (opt_level %d) done: %d kernels", opt_level, count_kernels(out))
+    return out
 
 
 def count_kernels(mod: Module) -> int:

@@ -39,9 +39,7 @@ _failed: list[str] = []
 
 def _exit_if_failed() -> None:
     if _failed:
-        sys.stdout.flush()
-        sys.stderr.write(f"FAILED: {', '.join(_failed)}\n")
-        sys.stderr.flush()
+        print(f"FAILED: {', '.join(_failed)}", flush=True)  # the traceback went to stderr
         os._exit(1)
 
 

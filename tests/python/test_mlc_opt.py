@@ -184,6 +184,7 @@ def test_irdl_file(tmp_path, capfd):
 def test_informational_flags(capfd):
     code, out, _ = run(["--version"], capfd)
     assert code == 0 and "mlc-mlir" in out and "LLVM version 22." in out
+    assert "vector features:" in out and "OpenMP runtime:" in out  # the doctor report
     code, out, _ = run(["-show-dialects"], capfd)
     assert code == 0 and out.startswith("Available Dialects: ") and " arith," in out and " mlc," in out
     code, out, _ = run(["--help"], capfd)

@@ -37,7 +37,7 @@ def test_build_runs_the_codegen_stages(capfd, mm_relu_text):
     mlc.build(mlc.Module.parse(mm_relu_text), print_after_all=True)
     names = DUMP.findall(capfd.readouterr().err)
     assert names == [s.name for s in codegen_stages(Compilation())]
-    assert names[:3] == ["inline", "memref-abi", "bufferize"] and names[-1] == "fast-entries"
+    assert names[:3] == ["inline", "memref-abi", "check-input"] and names[-1] == "fast-entries"
 
 
 def test_lower_to_llvm_is_the_build_pipeline(tmp_path, capfd, mm_relu_text):

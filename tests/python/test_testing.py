@@ -27,7 +27,7 @@ def test_run_keeps_going_and_fails_the_script():
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True)
     assert proc.returncode == 1
     filecheck(proc.stdout, "CHECK-LABEL: TEST: test_first\nCHECK-LABEL: TEST: test_second\nCHECK: second ran\n")
-    assert "ValueError: boom" in proc.stderr and "FAILED: test_first" in proc.stderr
+    assert "ValueError: boom" in proc.stderr and "FAILED: test_first" in proc.stdout
 
 
 def test_filecheck_reports_a_mismatch():
