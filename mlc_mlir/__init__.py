@@ -5,7 +5,7 @@ import sys
 import types
 
 from . import errors, log
-from .errors import (ArgumentError, BuildError, GraphError, LoweringError, MlcError, ParseError,
+from .errors import (ArgumentError, BuildError, ExecutionError, GraphError, LoweringError, MlcError, ParseError,
                      RuntimeError_, ScheduleError, TEError)
 
 # Imported on first use (module __getattr__ below), so `mlc-opt` and `import mlc_mlir` start
@@ -18,7 +18,7 @@ _LAZY = {"runtime": (".runtime", None), "build": (".build", "build"), "Module": 
 
 __all__ = ["build", "Module", "IRModule", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
            "MlcError", "ParseError", "TEError", "ScheduleError", "GraphError", "BuildError",
-           "LoweringError", "ArgumentError", "RuntimeError_"]
+           "LoweringError", "ArgumentError", "RuntimeError_", "ExecutionError"]
 
 __version__ = "0.1.0"
 

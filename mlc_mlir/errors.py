@@ -11,6 +11,7 @@ __all__ = [
     "BuildError",
     "LoweringError",
     "RuntimeError_",
+    "ExecutionError",
     "ArgumentError",
     "AllocationError",
     "InstallError",
@@ -47,7 +48,14 @@ class LoweringError(BuildError):
 
 
 class RuntimeError_(MlcError):
-    """A failure while running compiled code (bad call, failing callback)."""
+    """A failure while running compiled code (bad call, failing callback).
+
+    Also named :data:`ExecutionError` (the clearer name; both are the same class).
+    """
+
+
+#: the clearer name of :class:`RuntimeError_` (an error while executing compiled code)
+ExecutionError = RuntimeError_
 
 
 class ArgumentError(RuntimeError_):

@@ -15,8 +15,8 @@ from .errors import MlcError
 
 __all__ = ["ModulePass", "register_pass", "get_pass", "list_passes"]
 
-#: modules whose import registers passes; a missing one is skipped only if it does not exist
-_PASS_PROVIDERS = ("mlc_mlir.build.passes", "mlc_mlir.graph.passes", "mlc_mlir.schedule.passes")
+#: modules whose import registers passes (each must exist: a failing import is an error)
+_PASS_PROVIDERS = ("mlc_mlir.build.passes", "mlc_mlir.graph.passes")
 
 
 @dataclass(frozen=True)
@@ -49,11 +49,7 @@ def _load_providers() -> None:
         return
     _loaded = True
     for mod in _PASS_PROVIDERS:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not mod.startswith(exc.name):
-                raise
+        importlib.import_module(mod)
 
 
 def get_pass(name: str) -> ModulePass:

@@ -64,6 +64,8 @@ class _CallbackErrors:
         if self.errors:
             name, exc = self.errors[0]
             self.errors.clear()
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: not an error of the call
+                raise exc
             raise RuntimeError_(f"environment function {name!r} raised {type(exc).__name__}: {exc}") from exc
 
 
@@ -122,7 +124,8 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
     Args:
         mod: graph functions (``mlc`` dialect) and tensor programs.
         target: ``"llvm"`` (the host CPU).
-        opt_level: graph optimisations (:mod:`.optimize`): 0 none (one kernel per graph
+        opt_level: the *graph* optimisation level (:mod:`.optimize`; ``mlc.build``'s
+            ``opt_level`` is the LLVM level, here ``llvm_opt_level``): 0 none (one kernel per graph
             op), 1 ``FuseOps -> LegalizeOps -> FuseTIR``, 2 and 3 also the ewise_fma
             rewrite first.
         op_map: extra legalization rules, graph op name -> function (see ``LegalizeOps``).

@@ -73,7 +73,9 @@ class KernelRuntime:
             try:
                 return fn(*args)
             except BaseException as exc:  # noqa: BLE001 - re-raised by check()
-                self.pending = exc if isinstance(exc, cu.CudaError) else cu.CudaError(f"{name}: {exc!r}")
+                # KeyboardInterrupt / SystemExit are kept as they are and re-raised by check()
+                self.pending = exc if isinstance(exc, cu.CudaError) or not isinstance(exc, Exception) \
+                    else cu.CudaError(f"{name}: {exc!r}")
                 return None
         return wrapped
 

@@ -90,6 +90,18 @@ def test_exception_in_callback_is_reraised_after_the_call():
     assert out.shape == (2, 4)
 
 
+def test_keyboard_interrupt_in_callback_stays_a_keyboard_interrupt():
+    @mlc.register_func("test_env.interrupt", override=True)
+    def interrupt(x, out):
+        raise KeyboardInterrupt
+
+    vm = mlc.graph.VirtualMachine(mlc.graph.build(env_module("test_env.interrupt")))
+    with pytest.raises(KeyboardInterrupt):
+        vm["main"](np.zeros((2, 4), "float32"))
+    mlc.register_func("test_env.interrupt", lambda x, out: out.fill(2.0), override=True)
+    np.testing.assert_array_equal(vm["main"](np.zeros((2, 4), "float32")).numpy(), np.full((2, 4), 2.0))
+
+
 def test_mixture_with_tensor_programs_and_symbolic_sizes(rng):
     @mlc.register_func("test_env.neg", override=True)
     def neg(x, out):
