@@ -1,8 +1,6 @@
 """mlc-mlir: the MLC course's workflow (tensor programs, schedules, graphs, tuning) on upstream MLIR."""
 
 import logging as _logging
-import sys
-import types
 
 from . import errors, log
 from .errors import (ArgumentError, BuildError, ExecutionError, GraphError, LoweringError, MlcError, ParseError,
@@ -10,7 +8,7 @@ from .errors import (ArgumentError, BuildError, ExecutionError, GraphError, Lowe
 
 # Imported on first use (module __getattr__ below), so `mlc-opt` and `import mlc_mlir` start
 # without loading NumPy and the runtime: name -> (module, attribute or None for the module).
-_LAZY = {"runtime": (".runtime", None), "build": (".build", "build"), "Module": (".ir", "Module"),
+_LAZY = {"runtime": (".runtime", None), "build": (".build", None), "Module": (".ir", "Module"),
          "Function": (".ir", "Function"), "cpu": (".runtime", "cpu"), "cuda": (".runtime", "cuda"),
          "register_func": (".runtime", "register_func"),
          # the course's tvm.IRModule({...}) / IRModule.from_expr(func)
@@ -27,16 +25,9 @@ _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 log.configure_from_env()
 
 
-class _Package(types.ModuleType):
-    # Importing the subpackage mlc_mlir.build sets the attribute `build` to it; the public
-    # name is the function mlc.build (resolved lazily by __getattr__), so keep it that way.
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "build" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+# `mlc.build` is the subpackage mlc_mlir.build, which is callable as the function
+# mlc_mlir.build.build (build/__init__.py): `mlc.build(mod)` compiles, and
+# `import mlc_mlir.build.pipeline` / `from mlc_mlir.build import build` keep working.
 
 
 _NOT_YET = {

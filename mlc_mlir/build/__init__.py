@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
+import sys
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -122,3 +125,15 @@ def _jit(module: ir.Module, state: Compilation, opt_level: int,
         engine.register_runtime(name, cb)
     engine.initialize()
     return engine
+
+
+class _CallablePackage(types.ModuleType):
+    """This package, callable as the function :func:`build`: ``mlc.build(mod)`` compiles,
+    while ``import mlc_mlir.build.pipeline`` and ``mlc.build.pipeline`` reach the modules."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> RuntimeModule:
+        return build(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage
+__signature__ = inspect.signature(build)

@@ -12,7 +12,8 @@ pattern rewriting in :mod:`mlc_mlir.graph.rewrite`.
 from . import analysis, expr_functor, op, rewrite, transform
 from .ast import BindingBlock, DataflowBlock, SeqExpr, VarBinding
 from .builder import BlockBuilder
-from .expr import Call, Constant, Expr, TensorStructInfo, Var, const
+from .expr import (Call, Constant, Expr, GraphCall, GraphConstant, GraphExpr, GraphVar, TensorStructInfo, Var,
+                   const, graph_const)
 from .expr_functor import PyExprMutator, mutator
 from .function import Function
 from .legalize import DEFAULT_OP_MAP, legalize
@@ -21,7 +22,8 @@ from .optimize import count_kernels, optimize
 from .verify import verify_graph
 from .vm import Executable, GraphFunction, VirtualMachine, build
 
-__all__ = ["BlockBuilder", "Var", "const", "Expr", "Call", "Constant", "op", "transform", "rewrite",
+__all__ = ["BlockBuilder", "Var", "const", "Expr", "Call", "Constant", "GraphExpr", "GraphVar", "GraphCall",
+           "GraphConstant", "graph_const", "op", "transform", "rewrite",
            "optimize", "count_kernels", "verify_graph", "legalize", "DEFAULT_OP_MAP",
            "lower_graph_functions", "build", "Executable", "VirtualMachine", "GraphFunction",
            "Function", "TensorStructInfo", "PyExprMutator", "mutator", "expr_functor", "analysis",

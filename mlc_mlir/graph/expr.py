@@ -16,7 +16,7 @@ from mlir import ir
 
 from ..errors import GraphError
 
-__all__ = ["Expr", "Var", "Constant", "Call", "Shape", "const", "TensorStructInfo", "normalize_shape", "normalize_dtype",
+__all__ = ["GraphExpr", "GraphVar", "GraphCall", "GraphConstant", "graph_const", "Expr", "Var", "Constant", "Call", "Shape", "const", "TensorStructInfo", "normalize_shape", "normalize_dtype",
            "format_shape", "element_type", "dtype_of_element", "tensor_type", "shape_attr",
            "shape_from_attr", "DTYPES"]
 
@@ -244,3 +244,12 @@ def const(value: Any, dtype: Any = None) -> Constant:
     elif hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
         value = np.from_dlpack(value)
     return Constant(value, dtype)
+
+
+# Distinct names for the graph-expression family (TVM's ``relax.Expr``), so that it never reads
+# like the scalar family of ``te`` (``PrimExpr``...); the short names stay as aliases.
+GraphExpr = Expr
+GraphVar = Var
+GraphCall = Call
+GraphConstant = Constant
+graph_const = const

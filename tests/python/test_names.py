@@ -1,0 +1,46 @@
+"""Names: the clearer aliases exist, the old names and import paths keep working."""
+
+import importlib
+import subprocess
+import sys
+
+import mlc_mlir as mlc
+from mlc_mlir import graph, te
+
+
+def test_expression_families_have_distinct_names():
+    assert te.PrimExpr is te.Expr and te.PrimVar is te.Var and te.PrimCall is te.expr.Call
+    assert graph.GraphExpr is graph.Expr and graph.GraphVar is graph.Var and graph.GraphCall is graph.Call
+    assert graph.GraphConstant is graph.Constant
+    assert not issubclass(te.PrimExpr, graph.GraphExpr) and not issubclass(graph.GraphExpr, te.PrimExpr)
+    assert float(te.prim_const(2.0).value) == 2.0
+    assert isinstance(graph.graph_const([1.0, 2.0]), graph.GraphConstant)
+
+
+def test_execution_error_is_runtime_error_():
+    assert mlc.ExecutionError is mlc.RuntimeError_ and issubclass(mlc.ArgumentError, mlc.ExecutionError)
+
+
+def test_build_package_and_function():
+    import mlc_mlir.build.pipeline as pipeline
+    from mlc_mlir.build import build
+
+    assert callable(mlc.build) and callable(build) and mlc.build.build is build
+    assert importlib.import_module("mlc_mlir.build.pipeline") is pipeline is mlc.build.pipeline
+    import inspect
+
+    assert list(inspect.signature(mlc.build).parameters)[:2] == ["mod", "target"]
+
+
+def test_every_pass_provider_exists():
+    from mlc_mlir import passes
+
+    for name in passes._PASS_PROVIDERS:
+        importlib.import_module(name)
+    assert {"lower-to-llvm", "fuse-ops"} <= {p.name for p in passes.list_passes()}
+
+
+def test_import_does_not_load_the_execution_engine():
+    code = "import sys, mlc_mlir; print('mlir.execution_engine' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
