@@ -38,6 +38,7 @@ from .lower import EnvCall, GraphSignature, lower_graph_functions
 from .optimize import optimize
 from .outline import inline_graph_calls
 from .verify import verify_graph
+from ..schedule import rules as schedule_rules
 
 __all__ = ["build", "Executable", "VirtualMachine", "GraphFunction"]
 
@@ -132,6 +133,7 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
     with mlc_context():
         inline_graph_calls(work.mlir_module)  # primitive functions FuseTIR did not turn into programs
     legalize(work, op_map)
+    work = schedule_rules.graph_default_schedule(work, target, opt_level)  # target-chosen schedules
     optimized = clone_module(work)
     with mlc_context():
         signatures, env_calls = lower_graph_functions(work.mlir_module)
