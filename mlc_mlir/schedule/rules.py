@@ -100,6 +100,10 @@ def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: b
     tgt = Target.of(target)
     if not tgt.is_cpu:
         raise ScheduleError(f"apply_rules: the default rules are for CPU targets, got {str(tgt)!r}")
+    return _apply(sch, tgt, tunable, None)
+
+
+def _apply(sch: Schedule, tgt: Target, tunable: bool, only: set[str] | None) -> Schedule:
     with mlc_context():
         infos = read_blocks(sch.mod.mlir_module)
     by_func: dict[str, list[BlockInfo]] = {}
@@ -107,20 +111,34 @@ def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: b
         by_func.setdefault(fname, []).append(info)
     with sch.deferred():
         for fname, blocks in by_func.items():
-            _schedule_func(sch, fname, blocks, tgt, tunable)
+            if only is None or fname in only:
+                _schedule_func(sch, fname, blocks, tgt, tunable)
     return sch
 
 
 def default_schedule(mod: Module, target: Target | str | None = None) -> Module:
     """``mod`` with the default rules applied to its tensor programs (graph.build's default).
 
-    A module the rules cannot schedule is returned unscheduled, with a warning naming why.
+    A tensor program the rules cannot schedule (the transform script fails on it) is
+    left unscheduled, with a warning naming it and why.
     """
+    tgt = Target.of(target)
     try:
-        sch = Schedule(mod)
-        apply_rules(sch, target)
-        return sch.mod
-    except MlcError as exc:
+        return _apply(Schedule(mod), tgt, False, None).mod
+    except MlcError:
+        pass
+    good: set[str] = set()
+    with mlc_context():
+        funcs = sorted({f for f, _ in read_blocks(mod.mlir_module)})
+    for fname in funcs:
+        try:
+            _apply(Schedule(mod), tgt, False, {fname}).mod
+            good.add(fname)
+        except MlcError as exc:
+            warnings.warn(f"default schedule rules skipped @{fname}: {exc}", RuntimeWarning, stacklevel=2)
+    try:
+        return _apply(Schedule(mod), tgt, False, good).mod
+    except MlcError as exc:  # pragma: no cover - each part applied alone
         warnings.warn(f"default schedule rules skipped: {exc}", RuntimeWarning, stacklevel=2)
         return mod
 
@@ -135,13 +153,18 @@ def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Targ
         if kind is not None:
             done |= _schedule_contraction(sch, fname, info, kind, blocks, tgt, tunable)
     for info in blocks:
-        if info.name not in done and all(it == "parallel" for it in info.iters):
+        if info.name not in done and all(it == "parallel" for it in info.iters) and _plain(info):
             _schedule_elementwise(sch, fname, info, tgt, tunable)
+
+
+def _plain(info: BlockInfo) -> bool:
+    """Every operand indexed by plain iteration dims (no reshape arithmetic, no constants)."""
+    return all(None not in m for m in info.maps)
 
 
 def _contraction(info: BlockInfo) -> _Contraction | None:
     out = info.maps[-1]
-    if not any(info.is_reduction(d) for d in range(info.ndims)) or not out or None in out:
+    if not _plain(info) or not any(info.is_reduction(d) for d in range(info.ndims)) or not out or None in out:
         return None
     j = out[-1]
     if info.is_reduction(j) or info.extents[j] is None:
@@ -193,18 +216,21 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
     by_dim = dict(enumerate(loops))
     nr = _largest_divisor(ext[kind.j], nr_cap)
     j0, j1 = _tile(sch, by_dim[kind.j], ext[kind.j], nr, nr_cap, tunable)
-    if kind.i is not None and ext[kind.i] is not None:
+    if kind.i is not None:
+        # a dynamic extent (symbolic batch) is split by 1: the tile keeps static sizes
         mr = _largest_divisor(ext[kind.i], mr_cap)
         i0, i1 = _tile(sch, by_dim[kind.i], ext[kind.i], mr, mr_cap, tunable)
         outer, inner = [i0, j0], [i1, j1]
     else:
-        mr, outer, inner = 1, ([by_dim[kind.i]] if kind.i is not None else []) + [j0], [j1]
+        mr, outer, inner = 1, [j0], [j1]
     sch.reorder(*[by_dim[d] for d in kind.batch], *outer, *[by_dim[d] for d in kind.reduce], *inner)
     sch.vectorize(j1)
     if mr > 1:
         sch.unroll(inner[0])
     done = {info.name}
-    for cons in _epilogue(info, blocks):
+    # (with a symbolic extent the fused epilogue tile does not vectorize: it gets the
+    # elementwise rule instead)
+    for cons in (_epilogue(info, blocks) if None not in ext else []):
         cblock = sch.get_block(cons.name, fname)
         if not _try(sch.reverse_compute_at, cblock, j0):
             break
@@ -213,7 +239,8 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
         if mr > 1:
             _try(sch.unroll, cl[-2])
         done.add(cons.name)
-    sch.decompose_reduction(block, by_dim[kind.reduce[0]])
+    if None not in ext:  # (the init of a tile with a symbolic extent does not vectorize)
+        sch.decompose_reduction(block, by_dim[kind.reduce[0]])
     flops = 1
     for e in ext:
         flops *= e if e is not None else 64
@@ -236,7 +263,8 @@ def _epilogue(info: BlockInfo, blocks: list[BlockInfo]) -> list[BlockInfo]:
         if len(users) != 1:
             return chain
         user = names[users[0].name]
-        if not all(it == "parallel" for it in user.iters) or user.shapes[-1] != last.shapes[-1]:
+        if (not all(it == "parallel" for it in user.iters) or user.shapes[-1] != last.shapes[-1]
+                or not _plain(user)):
             return chain
         chain.append(user)
         last = user
