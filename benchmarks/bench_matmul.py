@@ -1,7 +1,7 @@
 """Benchmark: mm_relu 128 and matmul 1024 f32, each schedule next to NumPy (and PyTorch).
 
 Prints the host (CPU model, vector features, the register tile the target gives), then one
-line per figure: our compiled call (``time_evaluator``: arguments checked and marshalled
+line per figure (best of interleaved rounds): our compiled call (``time_evaluator``: arguments checked and marshalled
 once, outside the timed loop), GFLOP/s, and each reference's time with the ratio
 ``ours / reference`` (below 1: faster). References run with the same thread count.
 
@@ -119,7 +119,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds, reps = (3, 3) if args.quick else (7, 10)
     print(host_report())
-    print("times: median over interleaved rounds; ratio = ours / reference (< 1: faster)\n")
+    print("times: best of interleaved rounds; ratio = ours / reference (< 1: faster)\n")
     omp = ctypes.CDLL(openmp_lib())
     rng = np.random.default_rng(0)
 

@@ -101,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds, number = (3, 50) if args.quick else (7, 300)
     print(host_report())
-    print("times: median over interleaved rounds, all cores; ratio = ours / reference (< 1: faster)\n")
+    print("times: best of interleaved rounds, all cores; ratio = ours / reference (< 1: faster)\n")
     for name, din, batch in (("digits MLP 64-128-10", 64, 1), ("digits MLP 64-128-10", 64, 64),
                              ("course MLP 784-128-10", 784, 64)):
         measure(figures(name, din, batch, number if din == 64 else number // 5), rounds)
