@@ -158,8 +158,10 @@ def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Targ
 
 
 def _plain(info: BlockInfo) -> bool:
-    """Every operand indexed by plain iteration dims (no reshape arithmetic, no constants)."""
-    return all(None not in m for m in info.maps)
+    """Every operand indexed by plain iteration dims (no reshape arithmetic); an input dim
+    of size 1 may be indexed by a constant (a broadcast scalar)."""
+    return all(d is not None or (o < info.n_inputs and info.shapes[o][r] == 1)
+               for o, m in enumerate(info.maps) for r, d in enumerate(m))
 
 
 def _contraction(info: BlockInfo) -> _Contraction | None:
