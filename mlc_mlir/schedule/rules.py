@@ -21,6 +21,11 @@ contraction (a block with reduction dims whose output has a spatial dim ``j`` la
     (``reverse_compute_at``) on the register tile, vectorized and unrolled the same way.
     The outermost spatial loop runs in parallel when the target has several cores and the
     block does at least :data:`PARALLEL_MIN_FLOPS` multiply-adds.
+large contraction (:data:`LARGE_MACS` multiply-adds, a reduction of 2 * :data:`K_BLOCK` or more)
+    cache blocks around the same register tile: ``i0, k0, j0, i1, k1, i2, j1`` with
+    :data:`ROW_TILES` register tiles of rows per parallel block, k by :data:`K_BLOCK`, and
+    the ``K_BLOCK x nr`` panel of B shared by a block's register tiles copied into a local
+    buffer at ``j0`` (``cache_read`` + ``compute_at``, the copy vectorized).
 elementwise (only spatial dims)
     the last dim split by the largest divisor up to four vectors, vectorized; the
     outermost loop parallel above :data:`PARALLEL_MIN_ELEMENTS` elements.
@@ -57,6 +62,11 @@ __all__ = ["apply_rules", "default_schedule", "graph_default_schedule", "registe
 PARALLEL_MIN_FLOPS = 1 << 21
 #: an elementwise block runs its outer loop in parallel from this many elements
 PARALLEL_MIN_ELEMENTS = 1 << 17
+#: contractions from this many multiply-adds (and a reduction of at least 2 * K_BLOCK) get
+#: cache blocks: ROW_TILES register tiles of rows per parallel block, k by K_BLOCK
+LARGE_MACS = 1 << 24
+K_BLOCK = 256
+ROW_TILES = 32
 
 
 @dataclass(frozen=True)
@@ -209,8 +219,60 @@ def _try(fn, *args) -> bool:
         return False
 
 
+def _macs(info: BlockInfo) -> int:
+    n = 1
+    for e in info.extents:
+        n *= e if e is not None else 64
+    return n
+
+
+def _is_large(info: BlockInfo, kind: _Contraction) -> bool:
+    """A contraction whose B panel does not stay in cache: it gets cache blocks."""
+    ext = info.extents
+    return (kind.contiguous and kind.i is not None and not kind.batch and len(kind.reduce) == 1
+            and None not in ext and ext[kind.reduce[0]] >= 2 * K_BLOCK and _macs(info) >= LARGE_MACS
+            and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1)
+
+
+def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction, tgt: Target,
+                      tunable: bool) -> set[str]:
+    """Cache blocks for a large contraction (as benchmarks/matmul_schedules.blocked_schedule):
+    rows in parallel blocks of register tiles, k in blocks of at most K_BLOCK, and the
+    K_BLOCK x NR panel of B the block's register tiles share copied to a local buffer."""
+    mr_cap, nr_cap = register_tile_for(info, tgt)
+    ext = info.extents
+    (kd,) = kind.reduce
+    block = sch.get_block(info.name, fname)
+    loops = sch.get_loops(block)
+    i, j, k = loops[kind.i], loops[kind.j], loops[kd]
+    mr, nr = _largest_divisor(ext[kind.i], mr_cap), _largest_divisor(ext[kind.j], nr_cap)
+    rows = _largest_divisor(ext[kind.i] // mr, ROW_TILES)
+    kb = _largest_divisor(ext[kd], K_BLOCK)
+    if tunable:
+        fi = sch.sample_perfect_tile(i, 3, max_innermost_factor=mr_cap, decision=[ext[kind.i] // (rows * mr), rows, mr])
+        fk = sch.sample_perfect_tile(k, 2, max_innermost_factor=ext[kd], decision=[ext[kd] // kb, kb])
+    else:
+        fi, fk = [None, rows, mr], [None, kb]
+    i0, i1, i2 = sch.split(i, fi)
+    j0, j1 = _tile(sch, j, ext[kind.j], nr, nr_cap, tunable)
+    k0, k1 = sch.split(k, fk)
+    sch.reorder(i0, k0, j0, i1, k1, i2, j1)
+    sch.vectorize(j1)
+    if mr > 1:
+        sch.unroll(i2)
+    b_index = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
+    local = sch.cache_read(block, b_index, "local")
+    sch.compute_at(local, j0)
+    _try(sch.vectorize, sch.get_loops(local)[-1])
+    if _choose(sch, tgt.num_cores > 1 and ext[kind.i] // (rows * mr) >= 2, tunable):
+        _try(sch.parallel, i0)
+    return {info.name}
+
+
 def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction,
                           blocks: list[BlockInfo], tgt: Target, tunable: bool) -> set[str]:
+    if _is_large(info, kind):
+        return _schedule_blocked(sch, fname, info, kind, tgt, tunable)
     mr_cap, nr_cap = register_tile_for(info, tgt)
     ext = info.extents
     block = sch.get_block(info.name, fname)
@@ -243,9 +305,7 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
         done.add(cons.name)
     if None not in ext:  # (the init of a tile with a symbolic extent does not vectorize)
         sch.decompose_reduction(block, by_dim[kind.reduce[0]])
-    flops = 1
-    for e in ext:
-        flops *= e if e is not None else 64
+    flops = _macs(info)
     top = ([by_dim[d] for d in kind.batch] + outer)[0]
     top_trips = (ext[kind.batch[0]] if kind.batch else
                  (ext[kind.i] // mr if kind.i is not None and ext[kind.i] else ext[kind.j] // nr))

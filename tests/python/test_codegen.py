@@ -36,6 +36,7 @@ def reference(a, b, bias, transposed):
     (64, 10, 128, True, True),        # 10 columns: a 5-wide vector tile
     (7, 33, 19, False, False),        # primes: 7 x 11 tiles, scalar-ish but correct
     (1, 128, 64, True, True),         # batch 1
+    (256, 64, 1024, False, False),    # large: cache blocks, B panel copied to a local buffer
 ])
 @pytest.mark.parametrize("fastmath", ["contract", "none"])
 def test_default_rules_match_numpy(rng, m, n, k, transposed, bias, fastmath):

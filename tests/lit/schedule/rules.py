@@ -78,3 +78,21 @@ print(sch.trace)
 plain = mlc.Schedule(mod)
 apply_rules(plain, "llvm -mcpu=haswell -num-cores=4")
 print("replayed equal:", str(sch.trace.apply(mod).mod) == str(plain.mod))
+
+# A large contraction gets cache blocks: 32 register tiles of rows per parallel block, k by
+# 256, the 256 x 16 panel of B copied to a local buffer at j0.
+# CHECK-LABEL: large
+# CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 32, 4])
+# CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 16])
+# CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 256])
+# CHECK: sch.cache_read(block={{b[0-9]+}}, read_buffer_index=1, storage_scope="local")
+# CHECK: sch.compute_at(
+# CHECK: sch.parallel(
+print("large")
+A = te.placeholder((256, 1024), "float32", name="A")
+B = te.placeholder((1024, 64), "float32", name="B")
+r = te.reduce_axis((0, 1024), "r")
+Y = te.compute((256, 64), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="Y")
+sch = mlc.Schedule(te.create_prim_func([A, B, Y], name="big"))
+apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
+print(sch.trace)
