@@ -130,3 +130,33 @@ def test_graph_build_course_mlp_batch64(rng):
     out = mlc.graph.VirtualMachine(ex)["main"](xv).numpy()
     ref = np.maximum(xv.astype("float64") @ w0.T + b0, 0) @ w1.T + b1
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_asm_bytes_are_the_code_in_memory(tmp_path):
+    """get_source("asm") disassembles the JIT's object file; its bytes are the ones the JIT
+    runs (compared instruction by instruction with the function's memory; instructions
+    with relocations, whose operands the JIT linker fills in, are skipped)."""
+    import ctypes
+    import re
+    import subprocess
+
+    from mlc_mlir.build.pipeline import tool_path
+
+    rt = mlc.build(matmul_epilogue(32, 32, 32, bias=False))
+    asm = rt.get_source("asm")
+    obj = tmp_path / "jit.o"
+    rt.engine.dump_to_object_file(str(obj))
+    dump = subprocess.run([tool_path("llvm-objdump"), "-d", "--disassemble-symbols=_mlir_f", str(obj)],
+                          capture_output=True, text=True, check=True).stdout
+    base = rt.engine.raw_lookup("f")  # the packed wrapper _mlir_f the runtime calls
+    start = int(re.search(r"^([0-9a-f]+) <_mlir_f>:", dump, re.MULTILINE).group(1), 16)
+    checked = 0
+    for line in dump.splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\s+((?:[0-9a-f]{2} )+)\s*(\S.*)", line)
+        if not m or re.search(r"movabs|call|rip|jmp\s+\*", m.group(3)):
+            continue
+        want = bytes.fromhex(m.group(2).replace(" ", ""))
+        assert ctypes.string_at(base + int(m.group(1), 16) - start, len(want)) == want, line
+        assert m.group(3).split()[0] in asm
+        checked += 1
+    assert checked > 10
