@@ -177,7 +177,8 @@ class Target:
     def vector_lanes(self, dtype: str = "float32") -> int:
         """Elements of ``dtype`` in one vector register."""
         bits = {"float64": 64, "f64": 64, "float32": 32, "f32": 32, "float16": 16, "f16": 16,
-                "int32": 32, "i32": 32, "int64": 64, "i64": 64, "int8": 8, "i8": 8}.get(str(dtype))
+                "bfloat16": 16, "bf16": 16, "int32": 32, "i32": 32, "int64": 64, "i64": 64,
+                "int16": 16, "i16": 16, "int8": 8, "i8": 8}.get(str(dtype))
         if bits is None:
             raise TargetError(f"vector_lanes: unsupported dtype {dtype!r}")
         return max(1, self.vector_bits // bits)

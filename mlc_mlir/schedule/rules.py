@@ -157,6 +157,10 @@ def default_schedule(mod: Module, target: Target | str | None = None) -> Module:
 def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Target, tunable: bool) -> None:
     done: set[str] = set()
     for info in blocks:
+        try:
+            tgt.vector_lanes(info.element_type)
+        except MlcError:  # an element type without a vector rule (i1, bf16...): left as it is
+            done.add(info.name)
         if info.name in done:
             continue
         kind = _contraction(info)
