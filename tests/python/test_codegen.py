@@ -160,3 +160,16 @@ def test_asm_bytes_are_the_code_in_memory(tmp_path):
         assert m.group(3).split()[0] in asm
         checked += 1
     assert checked > 10
+
+
+def test_graph_build_forwards_its_target(rng):
+    bb = BlockBuilder()
+    x = Var("x", (4, 8), "float32")
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(op.relu(x))
+        bb.emit_func_output(gv)
+    ex = mlc.graph.build(bb.get(), target="llvm -mattr=-avx512f")
+    assert 'target_features = #llvm.target_features<["-avx512f"]>' in ex.get_source("llvm-dialect")
+    xv = rng.standard_normal((4, 8)).astype("float32")
+    np.testing.assert_array_equal(mlc.graph.VirtualMachine(ex)["main"](xv).numpy(), np.maximum(xv, 0))
