@@ -46,6 +46,8 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+from mlir import ir
+
 from ..context import mlc_context
 from ..errors import MlcError, ScheduleError
 from ..ir import Module
@@ -93,6 +95,9 @@ def register_tile_for(info: BlockInfo, target: Target) -> tuple[int, int]:
 def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: bool = False) -> Schedule:
     """Apply the default rules to every block of every tensor program of ``sch.mod``.
 
+    Functions that already have loops or vector ops (scheduled before, e.g. a tuned kernel
+    swapped in with ``update_func``) are left as they are.
+
     Args:
         sch: a schedule whose blocks are not scheduled yet (a fresh ``mlc.Schedule(mod)``).
         target: the target (``None``: the host CPU).
@@ -113,15 +118,38 @@ def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: b
     return _apply(sch, tgt, tunable, None)
 
 
+def _scheduled_funcs(module) -> set[str]:
+    """Functions that already have loops or vectors (a tuned kernel swapped in): left alone."""
+    names: set[str] = set()
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func" or not op.regions[0].blocks:
+            continue
+        found = False
+
+        def visit(inner) -> object:
+            nonlocal found
+            if inner.name.startswith(("scf.", "vector.")):
+                found = True
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        op.walk(visit)
+        if found:
+            names.add(ir.StringAttr(op.attributes["sym_name"]).value)
+    return names
+
+
 def _apply(sch: Schedule, tgt: Target, tunable: bool, only: set[str] | None) -> Schedule:
     with mlc_context():
         infos = read_blocks(sch.mod.mlir_module)
+        skip = _scheduled_funcs(sch.mod.mlir_module)
     by_func: dict[str, list[BlockInfo]] = {}
     for (fname, _), info in sorted(infos.items(), key=lambda kv: (kv[0][0], kv[1].order)):
         by_func.setdefault(fname, []).append(info)
     with sch.deferred():
         for fname, blocks in by_func.items():
-            if only is None or fname in only:
+            if (only is None or fname in only) and fname not in skip:
                 _schedule_func(sch, fname, blocks, tgt, tunable)
     return sch
 
@@ -307,7 +335,7 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
         if mr > 1:
             _try(sch.unroll, cl[-2])
         done.add(cons.name)
-    if None not in ext:  # (the init of a tile with a symbolic extent does not vectorize)
+    if info.has_init and None not in ext:  # (a symbolic extent's init tile does not vectorize)
         sch.decompose_reduction(block, by_dim[kind.reduce[0]])
     flops = _macs(info)
     top = ([by_dim[d] for d in kind.batch] + outer)[0]

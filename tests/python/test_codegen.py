@@ -173,3 +173,11 @@ def test_graph_build_forwards_its_target(rng):
     assert 'target_features = #llvm.target_features<["-avx512f"]>' in ex.get_source("llvm-dialect")
     xv = rng.standard_normal((4, 8)).astype("float32")
     np.testing.assert_array_equal(mlc.graph.VirtualMachine(ex)["main"](xv).numpy(), np.maximum(xv, 0))
+
+
+def test_rules_leave_scheduled_functions_alone():
+    sch = mlc.Schedule(matmul_epilogue(32, 32, 32))
+    apply_rules(sch)
+    again = mlc.Schedule(sch.mod)  # loops and vectors already: a tuned kernel swapped in
+    apply_rules(again)
+    assert "split" not in str(again.trace) and str(again.mod) == str(sch.mod)
