@@ -14,6 +14,7 @@ from ..context import mlc_context
 from ..errors import BuildError
 from ..ir import Module
 from .abi import FuncSignature, to_memref_abi
+from .alloc_check import alloc_failure_check
 from .fastcall import add_entries, fast_plans
 from .executable import CompiledFunction, ProfileResult, RuntimeModule
 from ..target import Target
@@ -143,6 +144,7 @@ def compile_module(mod: Module, *, opt_level: int = 3, print_after_all: bool = F
         for name, cb in (callbacks or {}).items():
             engine.register_runtime(name, cb)
         engine.initialize()
+        after_call = alloc_failure_check(engine, after_call)
     return RuntimeModule(engine=engine, signatures=signatures, lowered=module, source=source,
                          target=str(tgt), after_call=after_call, keep_alive=list((callbacks or {}).values()),
                          fast_plans=plans)

@@ -27,7 +27,9 @@ from ..errors import LoweringError
 from ..log import print_ir
 from ..target import Target
 from .abi import FuncSignature
+from .alloc_check import check_allocations
 from .codegen_flags import check_fastmath, set_fastmath, set_noalias, set_target_attrs
+from .guards import reject_unsupported
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "cpu_stages", "run_stages", "run_pipeline", "mlir_lib", "openmp_lib", "tool_path"]
@@ -82,6 +84,7 @@ def cpu_stages(*, parallel: bool, signatures: Mapping[str, FuncSignature] | None
                else "scf-forall-to-for")
     target = Target.of(target)
     stages = [
+        Stage("check-input", reject_unsupported),  # BuildError instead of an abort (guards.py)
         Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
         Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         Stage("simplify", "canonicalize,cse"),
@@ -98,6 +101,7 @@ def cpu_stages(*, parallel: bool, signatures: Mapping[str, FuncSignature] | None
             "convert-index-to-llvm", "convert-func-to-llvm", "convert-cf-to-llvm",
             "convert-ub-to-llvm"] + (["convert-openmp-to-llvm"] if parallel else []) +
             ["reconcile-unrealized-casts"])),
+        Stage("checked-alloc", check_allocations),  # a failed malloc raises (alloc_check.py)
     ]
     if signatures:
         stages.append(Stage("noalias", functools.partial(set_noalias, signatures=signatures)))

@@ -147,6 +147,7 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
         """Run one primitive: roll the state back if it raises; re-emit if it succeeds."""
         saved = copy.deepcopy(self._funcs)
         count = len(self._insts)
+        before = (self._mod, self._script, self._dirty)
         try:
             yield
             for fstate in self._funcs.values():
@@ -158,7 +159,9 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
         except BaseException:
             self._funcs = saved
             del self._insts[count:]
-            self._dirty = changes_ir and self._dirty
+            # the state is the one before the call: so is its module (a re-emission would
+            # print the same program differently from a replay of the trace)
+            self._mod, self._script, self._dirty = before
             raise
 
     def _record(self, kind: str, args: list[tuple[str, Any]], outputs: tuple = (), decision: Any = None) -> None:
