@@ -4,7 +4,6 @@ They are schedules too (course ch.2: any transformation sequence is a schedule);
 benchmark times them, this test keeps them correct.
 """
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +12,9 @@ import pytest
 import mlc_mlir as mlc
 from mlc_mlir.build.passes import memref_abi
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from matmul_schedules import render_script  # noqa: E402  (templates: the host's register tile)
+from _benchmarks import load_benchmark
+
+render_script = load_benchmark("matmul_schedules").render_script  # templates: the host's register tile
 
 
 def _matmul(n: int) -> str:

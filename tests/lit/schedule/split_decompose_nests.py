@@ -3,10 +3,7 @@
 non-dividing three-way split, and decompose_reduction at a loop above the first
 reduction loop (the init must land outside ``j_0``, on the whole 1x128 row)."""
 
-import sys
-
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _schedule_util import matmul, mm_relu  # noqa: E402
+from _schedule_util import matmul, mm_relu  # tests/python is on lit's PYTHONPATH
 
 from mlc_mlir.schedule import Schedule  # noqa: E402
 
