@@ -4,7 +4,6 @@ They are schedules too (course ch.2: any transformation sequence is a schedule);
 benchmark times them, this test keeps them correct.
 """
 
-from pathlib import Path
 
 import numpy as np
 import pytest
