@@ -12,12 +12,13 @@ Python function; ``print_after_all=True`` dumps are labelled with the stage name
 from __future__ import annotations
 
 import ctypes.util
+import functools
 import importlib.metadata
 import logging
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,10 @@ from ..context import mlc_context
 from ..errors import BuildError, LoweringError
 from ..irutil import diagnostics_text, has_op
 from ..log import print_ir
+from ..target import Target
+from .abi import FuncSignature
 from .alloc_check import check_allocations
+from .codegen_flags import check_fastmath, set_fastmath, set_noalias, set_target_attrs
 from .guards import reject_unsupported
 from .vector_opt import optimize_vectors
 
@@ -77,9 +81,20 @@ def _to_llvm_text(parallel: bool) -> str:
         ["reconcile-unrealized-casts"])
 
 
-def cpu_stages(*, parallel: bool) -> list[Stage]:
-    """The stages from tensor programs (after the ABI rewrite) to the LLVM dialect."""
-    return [
+def cpu_stages(*, parallel: bool, signatures: Mapping[str, FuncSignature] | None = None,
+               fastmath: str = "contract", target: Target | str | None = None) -> list[Stage]:
+    """The stages from tensor programs (after the ABI rewrite) to the LLVM dialect.
+
+    Args:
+        parallel: the module has parallel loops (lowered to OpenMP).
+        signatures: the public functions' memref signatures (from the ABI rewrite):
+            their memref arguments get ``noalias`` after ``to-llvm`` (see codegen_flags.py).
+            The mapping may still be empty here and filled by the ``memref-abi`` stage.
+        fastmath: ``#arith.fastmath`` flags put on float arith ops before ``to-llvm``.
+        target: the CPU target; ``-mcpu`` / ``-mattr`` become function attributes.
+    """
+    target = Target.of(target)
+    stages = [
         Stage("check-input", reject_unsupported),  # BuildError instead of an abort (guards.py)
         Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
         Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
@@ -91,9 +106,15 @@ def cpu_stages(*, parallel: bool) -> list[Stage]:
         Stage("vectors", "func.func(lower-vector-multi-reduction),convert-vector-to-scf"),
         Stage("control-flow", "convert-scf-to-cf,expand-strided-metadata,lower-affine"),
         Stage("math", "math-expand-ops,convert-math-to-llvm,convert-math-to-libm"),
+        Stage("fastmath", functools.partial(set_fastmath, fastmath=check_fastmath(fastmath))),
         Stage("to-llvm", _to_llvm_text(parallel)),
         Stage("checked-alloc", check_allocations),  # a failed malloc raises (alloc_check.py)
     ]
+    if signatures is not None:
+        stages.append(Stage("noalias", functools.partial(set_noalias, signatures=signatures)))
+    if target.llvm_function_attrs()[0] is not None:
+        stages.append(Stage("target", functools.partial(set_target_attrs, target=target)))
+    return stages
 
 
 def run_pipeline(module: ir.Module, passes: str, *, stage: str = "pipeline") -> None:
@@ -167,6 +188,9 @@ class Compilation:
         self.extent_checks: dict[str, Any] = {}
         self.source: str | None = None
         self.input_functions: list[str] = []
+        #: codegen options of the CPU stages (``mlc.build(fastmath=..., target=...)``)
+        self.fastmath = "contract"
+        self.target: Any = None
 
     def memref_abi(self, module: ir.Module) -> None:
         """The ABI rewrite (:func:`.abi.to_memref_abi`) as a stage: records the signatures."""
@@ -200,12 +224,14 @@ def codegen_stages(state: Compilation) -> list[Stage]:
     """
     lazy = {"threads": state.threads, "to-llvm": state.to_llvm}
     return [Stage("inline", "inline"), Stage("memref-abi", state.memref_abi),
-            *[Stage(s.name, lazy[s.name]) if s.name in lazy else s for s in cpu_stages(parallel=False)],
+            *[Stage(s.name, lazy[s.name]) if s.name in lazy else s
+              for s in cpu_stages(parallel=False, signatures=state.signatures, fastmath=state.fastmath,
+                                  target=state.target)],
             Stage("fast-entries", state.fast_entries)]
 
 
 def build_stages(state: Compilation, *, graph: bool = False, opt_level: int = 2,
-                 op_map: dict | None = None) -> list[Stage]:
+                 op_map: dict | None = None, target: Any = "llvm") -> list[Stage]:
     """The whole path to the LLVM dialect as one list: graph stages (when ``graph``) + codegen.
 
     The graph part (``mlc.graph.build``) is :func:`mlc_mlir.graph.pipeline.graph_stages`
@@ -215,7 +241,7 @@ def build_stages(state: Compilation, *, graph: bool = False, opt_level: int = 2,
     if graph:
         from ..graph.pipeline import graph_stages
 
-        stages += graph_stages(state, opt_level=opt_level, op_map=op_map)
+        stages += graph_stages(state, opt_level=opt_level, op_map=op_map, target=target)
     return stages + codegen_stages(state)
 
 

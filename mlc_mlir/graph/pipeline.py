@@ -8,7 +8,8 @@ stage                    what
 optimization stages      :func:`.optimize.optimization_stages` (graph ``opt_level``)
 ``inline-graph-calls``   primitive functions FuseTIR did not turn into tensor programs
 ``legalize``             the remaining graph ops -> ``call_tir`` (:mod:`.legalize`)
-``gpu-schedule``         (cuda only) default GPU schedules (:mod:`mlc_mlir.schedule.gpu_rules`)
+``default-schedule``     (CPU) rule-based schedules from the target (:mod:`mlc_mlir.schedule.rules`)
+``gpu-schedule``         (cuda) default GPU schedules (:mod:`mlc_mlir.schedule.gpu_rules`)
 ``lower-graph``          graph functions -> destination-passing functions (:mod:`.lower`)
 ``graph-inline``         tensor programs inlined into them, unused ones dropped
 =======================  ==============================================================
@@ -17,6 +18,8 @@ Code generation follows (:func:`mlc_mlir.build.pipeline.codegen_stages`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ..build.pipeline import Compilation, Stage
 from ..errors import GraphError
@@ -43,6 +46,15 @@ def _legalize(op_map: dict | None):
 
     def run(mod: Module) -> Module:
         return legalize(mod, op_map)
+
+    return run
+
+
+def _default_schedule(target: Any, opt_level: int):
+    from ..schedule import rules
+
+    def run(mod: Module) -> Module:
+        return rules.graph_default_schedule(mod, target, opt_level)  # target-chosen schedules
 
     return run
 
@@ -74,8 +86,12 @@ def _lower(state: Compilation, gpu_target: str | None):
 
 
 def graph_stages(state: Compilation, *, opt_level: int = 2, op_map: dict | None = None,
-                 gpu_target: str | None = None) -> list[Stage]:
-    """The graph stages of the build, in order (``gpu_target``: cuda, with the default GPU schedules)."""
+                 gpu_target: str | None = None, target: Any = "llvm") -> list[Stage]:
+    """The graph stages of the build, in order.
+
+    ``target``: the CPU target of the default schedules; ``gpu_target``: a cuda build
+    (default GPU schedules instead).
+    """
     from .dps_packed import resolve_packed_calls
 
     return [
@@ -85,7 +101,8 @@ def graph_stages(state: Compilation, *, opt_level: int = 2, op_map: dict | None 
         *optimization_stages(opt_level, op_map),
         Stage("inline-graph-calls", inline_graph_calls),
         Stage("legalize", _legalize(op_map), graph=True),
-        *([Stage("gpu-schedule", _gpu_schedule, graph=True)] if gpu_target is not None else []),
+        (Stage("gpu-schedule", _gpu_schedule, graph=True) if gpu_target is not None
+         else Stage("default-schedule", _default_schedule(target, opt_level), graph=True)),
         Stage("lower-graph", _lower(state, gpu_target), graph=True),
         Stage("graph-inline", "inline,symbol-dce"),
     ]

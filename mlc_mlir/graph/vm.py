@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
-from ..build import RuntimeModule, compile_module
+from ..build import RuntimeModule, compile_module, host_target
 from ..build.pipeline import Compilation, build_stages
 from ..errors import ArgumentError, GraphError, RuntimeError_
 from ..ir import Module
@@ -147,14 +147,15 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
     if str(target).split()[0] not in ("llvm", "cpu"):
         raise GraphError(f"graph.build: unsupported target {target!r}; supported: 'llvm'")
     state = Compilation()
-    stages = build_stages(state, graph=True, opt_level=opt_level, op_map=op_map)
+    state.target = host_target(target)  # BuildError for a target this machine cannot run
+    stages = build_stages(state, graph=True, opt_level=opt_level, op_map=op_map, target=target)
     errors = _CallbackErrors()
 
     def callbacks() -> dict[str, Any]:  # environment functions are known once lowered
         return {c.symbol: _make_callback(c, errors) for c in state.env_calls}
 
-    rt = compile_module(mod, opt_level=llvm_opt_level, print_after_all=print_after_all, stages=stages,
-                        state=state, callbacks=callbacks, after_call=errors.reraise)
+    rt = compile_module(mod, opt_level=llvm_opt_level, print_after_all=print_after_all, target=target,
+                        stages=stages, state=state, callbacks=callbacks, after_call=errors.reraise)
     return Executable(rt, state.graph_signatures, state.env_calls, errors, mod, state.optimized,
                       state.extent_checks)
 

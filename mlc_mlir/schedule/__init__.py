@@ -9,6 +9,7 @@ from .apply import apply_transform_script
 from .intrin import TensorIntrin
 from .schedule import Schedule
 from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace
+from . import rules  # noqa: E402  (default schedule rules: rules.apply_rules; after Schedule)
 
 __all__ = [
     "Schedule",
@@ -19,4 +20,5 @@ __all__ = [
     "ExprRV",
     "TensorIntrin",
     "apply_transform_script",
+    "rules",
 ]
