@@ -8,12 +8,14 @@ compiled into one transform-dialect script applied to a copy of ``mod`` (``sch.m
 from .apply import apply_transform_script
 from .intrin import TensorIntrin
 from .schedule import Schedule
-from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace
+from .trace import INSTRUCTION_KINDS, BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Trace
 
 __all__ = [
     "Schedule",
     "Trace",
     "Instruction",
+    "InstructionKind",
+    "INSTRUCTION_KINDS",
     "BlockRV",
     "LoopRV",
     "ExprRV",
