@@ -12,6 +12,7 @@ __all__ = [
     "LoweringError",
     "RuntimeError_",
     "ArgumentError",
+    "TuneError",
     "check",
 ]
 
@@ -50,6 +51,10 @@ class RuntimeError_(MlcError):
 
 class ArgumentError(RuntimeError_):
     """Arguments of a compiled function call that do not match its signature."""
+
+
+class TuneError(MlcError):
+    """A tuning request that cannot be served (bad budget, target, database, space)."""
 
 
 def check(cond: object, msg: str, error: type[MlcError] = MlcError) -> None:

@@ -1,0 +1,50 @@
+"""Tuning targets: ``"llvm"``, ``"llvm --num-cores=1"`` (the course's spelling)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..errors import TuneError
+
+__all__ = ["TuneTarget", "parse_target"]
+
+
+@dataclass(frozen=True)
+class TuneTarget:
+    """A parsed target: ``kind`` (``"llvm"``) and the cores one measurement may use."""
+
+    text: str
+    kind: str
+    num_cores: int
+
+    def core_sets(self) -> list[tuple[int, ...]]:
+        """Disjoint sets of ``num_cores`` cores of this process's affinity mask; one runner
+        measures at a time on each."""
+        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+        n = max(1, min(self.num_cores, len(cores)))
+        return [tuple(cores[i:i + n]) for i in range(0, len(cores) - n + 1, n)]
+
+
+def parse_target(target: object) -> TuneTarget:
+    """Parse ``target`` (a string, or anything whose ``str`` is one).
+
+    Raises:
+        TuneError: not a CPU target, or a malformed ``--num-cores``.
+    """
+    if isinstance(target, TuneTarget):
+        return target
+    text = str(target if target is not None else "llvm").strip() or "llvm"
+    words = text.split()
+    if words[0] not in ("llvm", "cpu"):
+        raise TuneError(f"target {text!r}: tuning measures on the host CPU only ('llvm', 'llvm --num-cores=N')")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    for word in words[1:]:
+        if word.startswith("--num-cores="):
+            value = word.split("=", 1)[1]
+            if not value.isdigit() or int(value) < 1:
+                raise TuneError(f"target {text!r}: --num-cores must be a positive int, got {value!r}")
+            cores = int(value)
+        elif not word.startswith("-"):
+            raise TuneError(f"target {text!r}: unexpected word {word!r}")
+    return TuneTarget(text, "llvm", cores)
