@@ -3,19 +3,18 @@
 from . import errors, runtime
 from .build import build
 from .errors import (ArgumentError, BuildError, GraphError, LoweringError, MlcError, ParseError,
-                     RuntimeError_, ScheduleError, TEError)
+                     RuntimeError_, ScheduleError, TEError, TuneError)
 from .ir import Function, Module
 from .runtime import cpu, cuda, register_func
 
 __all__ = ["build", "Module", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
            "MlcError", "ParseError", "TEError", "ScheduleError", "GraphError", "BuildError",
-           "LoweringError", "ArgumentError", "RuntimeError_"]
+           "LoweringError", "ArgumentError", "RuntimeError_", "TuneError"]
 
 __version__ = "0.1.0"
 
 
 _NOT_YET = {
-    "tune": "mlc.tune (tune_tir / compile_tir / tune_model, the MetaSchedule analogue)",
     "frontend": "mlc.frontend (from_fx, the PyTorch FX importer)",
 }
 
@@ -26,7 +25,7 @@ def __getattr__(name: str):
     import importlib
     import importlib.util
 
-    if name in ("te", "schedule", "graph"):
+    if name in ("te", "schedule", "graph", "tune", "meta_schedule"):
         return importlib.import_module(f".{name}", __name__)
     if name in _NOT_YET:
         if importlib.util.find_spec(f"{__name__}.{name}") is not None:

@@ -99,10 +99,9 @@ def test_with_attr_renames_like_the_course():
 
 
 def test_layers_not_built_yet_say_so():
-    with pytest.raises(mlc.MlcError, match="mlc.tune .* is not implemented"):
-        mlc.tune
     with pytest.raises(mlc.MlcError, match="from_fx.* is not implemented"):
         mlc.frontend
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         mlc.nothing
     assert mlc.Schedule is mlc.schedule.Schedule and mlc.te.compute and mlc.graph.BlockBuilder
+    assert mlc.tune.tune_tir and mlc.meta_schedule.tune_tir is mlc.tune.tune_tir
