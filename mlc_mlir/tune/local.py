@@ -53,6 +53,7 @@ def _worker_main(conn: Any, mem_limit: int | None, threads: int) -> None:
             continue
         conn.send(("built", None))
         cores = conn.recv()
+        t0 = time.perf_counter()
         try:
             if cores and all_cores is not None:
                 os.sched_setaffinity(0, cores)
@@ -63,6 +64,7 @@ def _worker_main(conn: Any, mem_limit: int | None, threads: int) -> None:
             if all_cores is not None:
                 os.sched_setaffinity(0, all_cores)
         del rt
+        res.extra["run_wall"] = round(time.perf_counter() - t0, 4)
         conn.send(("done", res))
 
 
