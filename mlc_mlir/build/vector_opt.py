@@ -106,17 +106,7 @@ module attributes {transform.with_named_sequence} {
 
 def has_vector_ops(module: ir.Module) -> bool:
     """Whether any op of ``module`` is in the ``vector`` dialect."""
-    found = False
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        nonlocal found
-        if op.name.startswith("vector."):
-            found = True
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
+    return _op_has_vectors(module.operation)
 
 
 def optimize_vectors(module: ir.Module) -> None:
@@ -129,8 +119,26 @@ def optimize_vectors(module: ir.Module) -> None:
     script = ir.Module.parse(VECTOR_OPT_SCRIPT)
     entry = next(op.operation for op in script.body.operations
                  if op.operation.name == "transform.named_sequence")
-    try:
-        interpreter.apply_named_sequence(module, entry, script)
-    except (ValueError, ir.MLIRError) as exc:
-        detail = diagnostics_text(exc) if isinstance(exc, ir.MLIRError) else str(exc)
-        raise LoweringError(f"stage 'vector-opt' failed:\n{detail}") from None
+    # one function at a time: hoisting takes exactly one function handle
+    funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"
+             and op.operation.regions[0].blocks and _op_has_vectors(op.operation)]
+    for fn in funcs:
+        try:
+            interpreter.apply_named_sequence(fn, entry, script)
+        except (ValueError, ir.MLIRError) as exc:
+            detail = diagnostics_text(exc) if isinstance(exc, ir.MLIRError) else str(exc)
+            raise LoweringError(f"stage 'vector-opt' failed:\n{detail}") from None
+
+
+def _op_has_vectors(root: ir.Operation) -> bool:
+    found = False
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        if op.name.startswith("vector."):
+            found = True
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found

@@ -184,3 +184,14 @@ def test_ray_backend_on_a_local_cluster(tmp_path):
                                backend=backend, measure=FAST, progress=False)
     assert len(db.records()) == 5 and all(r.ok for r in db.records())
     check_matmul(mlc.tune.compile_tir(db, mod))
+
+
+def test_ch4_tune_example():
+    example = Path(__file__).resolve().parents[2] / "examples" / "ch4_tune.py"
+    proc = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=" in out
+    assert "tuned matmul equals NumPy; its trace replays to the same program" in out
+    assert "MLP with the tuned linear0 swapped in equals NumPy" in out
+    assert "tune_model: MLP with every tuned kernel equals NumPy" in out
