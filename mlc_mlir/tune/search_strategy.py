@@ -93,9 +93,13 @@ class EvolutionarySearch:
             out.append(cand)
         return out
 
-    def _evolve(self, n: int, taken: set[str]) -> list[Candidate]:
+    def _evolve(self, n: int, taken: set[str], extra: list[Candidate] = ()) -> list[Candidate]:
         ok = sorted((m for m in self.measured if m[1] < float("inf")), key=lambda m: m[1])
-        parents = [c.trace for c, _ in ok[:self.parents]]
+        parents = [c.trace for c, _ in ok[:self.parents]] + [c.trace for c in extra]
+        if not parents:
+            parents = [c.trace for c, _ in self.measured[-self.parents:]]
+        if not parents:
+            return []
         pool: list[Candidate] = []
         for _ in range(self.rounds):
             children = []
@@ -123,6 +127,8 @@ class EvolutionarySearch:
             n_rand = max(1, int(round(self.eps * n))) if n > 1 else 0
             batch = self._evolve(n - n_rand, taken)
             batch += self._random(n - len(batch), taken)
+        if len(batch) < n:  # a space whose sampling repeats itself (rules' default decisions): mutate
+            batch += self._evolve(n - len(batch), taken, batch)
         if not batch:
             self.exhausted = True
             log.info("space exhausted after %d candidates (%d rejected; last error: %s)",

@@ -1,4 +1,6 @@
-"""Tuning targets: ``"llvm"``, ``"llvm --num-cores=1"`` (the course's spelling)."""
+"""Tuning targets: ``"llvm"``, ``"llvm --num-cores=1"`` (the course's spelling) or
+``"llvm -num-cores=1 -mcpu=..."`` (``mlc_mlir.target``'s); ``text`` is the normalized
+single-dash form that the build and the schedule rules read."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ __all__ = ["TuneTarget", "parse_target"]
 
 @dataclass(frozen=True)
 class TuneTarget:
-    """A parsed target: ``kind`` (``"llvm"``) and the cores one measurement may use."""
+    """A parsed target: ``kind`` (``"llvm"``), the cores one measurement may use, and
+    ``text``, the target with options in single-dash form (``llvm -num-cores=1``)."""
 
     text: str
     kind: str
@@ -39,12 +42,15 @@ def parse_target(target: object) -> TuneTarget:
     if words[0] not in ("llvm", "cpu"):
         raise TuneError(f"target {text!r}: tuning measures on the host CPU only ('llvm', 'llvm --num-cores=N')")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    options = []
     for word in words[1:]:
-        if word.startswith("--num-cores="):
-            value = word.split("=", 1)[1]
+        option = word.lstrip("-")
+        if not word.startswith("-") or "=" not in option:
+            raise TuneError(f"target {text!r}: cannot parse {word!r} (expected -name=value or --name=value)")
+        name, value = option.split("=", 1)
+        if name == "num-cores":
             if not value.isdigit() or int(value) < 1:
                 raise TuneError(f"target {text!r}: --num-cores must be a positive int, got {value!r}")
             cores = int(value)
-        elif not word.startswith("-"):
-            raise TuneError(f"target {text!r}: unexpected word {word!r}")
-    return TuneTarget(text, "llvm", cores)
+        options.append(f"-{name}={value}")
+    return TuneTarget(" ".join(["llvm", *options]), "llvm", cores)

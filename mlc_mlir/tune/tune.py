@@ -25,6 +25,8 @@ from .task_scheduler import TaskScheduler, TuneTask
 __all__ = ["tune_tir", "compile_tir", "tune_model"]
 
 log = logging.getLogger("mlc_mlir.tune")
+#: unit attribute on a tensor program that tune_model swapped in (already scheduled)
+TUNED_ATTR = "mlc.tuned"
 
 
 def _positive(name: str, value: Any) -> int:
@@ -169,7 +171,7 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
     """Tune every tensor program of a graph module and return a copy with the best kernels
     swapped in (course: ``relax_integration.tune_relax`` + ``compile_relax``).
 
-    The task scheduler shares ``max_trials_global`` among the kernels by weight (call
+    Swapped-in kernels carry the unit attribute ``mlc.tuned``. The task scheduler shares ``max_trials_global`` among the kernels by weight (call
     sites) and measured gain; each kernel gets at least one batch. ``space`` is one
     space for all kernels or ``{name: space}``; ``funcs`` restricts the kernels tuned.
 
@@ -208,4 +210,6 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
             continue
         sch = Schedule(task.mod).replay(Trace.from_json(best[0].trace, task.mod))
         out.update_func(task.name, sch.mod[task.name])
+        with mlc_context():
+            out[task.name].op.attributes[TUNED_ATTR] = ir.UnitAttr.get()
     return out

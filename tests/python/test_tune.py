@@ -93,6 +93,7 @@ def test_tune_model_tunes_every_kernel(tmp_path):
     db = mlc.tune.JSONDatabase(tmp_path)
     assert {r.task for r in db.records()} == {"te_linear", "te_relu", "te_linear1"}
     assert "scf.for" in str(tuned["te_linear"].op) and "scf.for" not in str(mod["te_linear"].op)
+    assert "mlc.tuned" in str(tuned["te_relu"].op)
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(s).astype("float32") for s in [(4, 64), (32, 64), (32,), (16, 32), (16,)]]
     x, w0, b0, w1, b1 = args
