@@ -12,7 +12,7 @@ Targets (issue 12): mm_relu 128 within 64 trials and 60 s at most 0.75x NumPy's 
 TVM MetaSchedule's figures on the same machine, from the issue: mm_relu 128, 64 trials,
 62 s, 0.66x (1 thread) / 0.50x (2); matmul 1024, 64 trials, 118 s, 1.19x / 1.12x.
 
-    python benchmarks/bench_tune.py [--trials 64] [--quick] [--auto] [--out DIR]
+    python benchmarks/bench_tune.py [--trials 64] [--quick] [--auto] [--out DIR] [--throughput]
 """
 
 from __future__ import annotations
@@ -101,14 +101,42 @@ def tune_one(label: str, n: int, relu: bool, threads: int, trials: int, space, o
     shutil.rmtree(work, ignore_errors=True)
 
 
+def throughput(trials: int) -> None:
+    """Candidates per minute of mm_relu 128 with 1 and 2 local workers (and Ray workers)."""
+    mod = mlc.Module.parse(matmul_text(128, True))
+    space = mlc.tune.ScheduleFn(lambda sch: tiled_space(sch, n=128, threads=1, relu=True))
+    backends = [(f"local, {w} worker(s)", lambda w=w: mlc.tune.LocalBackend(num_workers=w, core_sets=[(0,), (1,)]))
+                for w in (1, 2)]
+    if importlib.util.find_spec("ray"):
+        backends += [(f"ray, {w} worker(s)", lambda w=w: mlc.tune.RayBackend(num_workers=w)) for w in (1, 2)]
+    else:
+        print("ray is not installed: no Ray rows")
+    for label, make in backends:
+        with make() as backend:
+            if hasattr(backend, "start"):
+                backend.start()  # worker start-up outside the timed run
+            work = Path(tempfile.mkdtemp(prefix="bench_tune_"))
+            t0 = time.perf_counter()
+            db = mlc.tune.tune_tir(mod, "llvm --num-cores=1", max_trials_global=trials, num_trials_per_iter=trials,
+                                   space=space, work_dir=work, seed=0, backend=backend, progress=False,
+                                   measure={"repeat": 3, "min_repeat_ms": 5.0})
+            wall = time.perf_counter() - t0
+            print(f"throughput {label:<22} {len(db)} candidates in {wall:5.1f} s = {len(db) / wall * 60:5.1f} /min")
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=64)
     parser.add_argument("--quick", action="store_true", help="16 trials, mm_relu 128 only")
     parser.add_argument("--auto", action="store_true", help="also the auto-scheduling space (space=None)")
+    parser.add_argument("--throughput", action="store_true", help="only candidates/minute, 1 and 2 workers")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "mlc_bench_tune")
     args = parser.parse_args()
     trials = 16 if args.quick else args.trials
+    if args.throughput:
+        throughput(trials if args.trials != 64 else 24)
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     omp = ctypes.CDLL(openmp_lib())
     has_rules = importlib.util.find_spec("mlc_mlir.schedule.rules") is not None

@@ -148,6 +148,12 @@ class LocalBackend:
             w = self._workers[i] = _Worker(self._ctx, self.mem_limit, self.threads)
         return w
 
+    def start(self) -> LocalBackend:
+        """Spawn every worker now (otherwise each starts with its first candidate)."""
+        for i in range(self.num_workers):
+            self._worker(i)
+        return self
+
     def measure(self, inputs: Sequence[MeasureInput],
                 on_result: Callable[[MeasureInput, MeasureResult], None] | None = None) -> list[MeasureResult]:
         """Measure every input; results in input order. ``on_result`` sees each as it ends."""
