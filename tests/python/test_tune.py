@@ -196,3 +196,17 @@ def test_ch4_tune_example():
     assert "tuned matmul equals NumPy; its trace replays to the same program" in out
     assert "MLP with the tuned linear0 swapped in equals NumPy" in out
     assert "tune_model: MLP with every tuned kernel equals NumPy" in out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mlc_mlir.schedule.rules") is None,
+                    reason="the README's tune_model uses auto-scheduling (mlc_mlir.schedule.rules, not merged)")
+def test_readme_tuning_block_runs(tmp_path, monkeypatch):
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "ms.tune_tir" in b]
+    monkeypatch.chdir(tmp_path)
+    scope = {"mlc": mlc, "mod": matmul(), "model": mlp_module(), "stochastic_schedule_mm": stochastic_schedule_mm}
+    exec(block, scope)
+    check_matmul(scope["sch"])
+    assert "mlc.tuned" in str(scope["tuned_model"]) and (tmp_path / "curve.png").exists()
