@@ -81,3 +81,28 @@ def test_primitives_are_applied_lazily_once():
     assert calls == []
     first = str(sch.mod)
     assert str(sch.mod) == first and calls == [1]
+
+
+def test_failing_script_rolls_back_to_before_the_failing_primitive(monkeypatch):
+    from mlc_mlir.schedule import schedule as schedule_module
+
+    real = schedule_module.run_transform
+
+    def picky(payload, tmod, **kw):  # the interpreter rejecting any script that unrolls
+        if "transform.loop.unroll" in str(tmod):
+            raise ScheduleError("schedule: the transform script failed:\nunroll refused")
+        return real(payload, tmod, **kw)
+
+    monkeypatch.setattr(schedule_module, "run_transform", picky)
+    sch = Schedule(matmul())
+    block_c = sch.get_block("C", "main")
+    i, j, k = sch.get_loops(block_c)
+    j0, j1 = sch.split(j, factors=[None, 4])
+    sch.reorder(i, j0, k, j1)
+    sch.unroll(j1)
+    sch.decompose_reduction(block_c, k)
+    with pytest.raises(ScheduleError, match=r"(?s)sch.unroll\(loop=l5\): .*unroll refused.*rolled back"):
+        sch.mod
+    assert [inst.kind for inst in sch.trace.instructions][-1] == "reorder"
+    assert "step %c4" in str(sch.mod)
+    check_matmul(sch)
