@@ -13,6 +13,7 @@ from ..context import mlc_context
 from ..errors import BuildError
 from ..ir import Module
 from .abi import FuncSignature, to_memref_abi
+from .fastcall import add_entries, fast_plans
 from .executable import CompiledFunction, ProfileResult, RuntimeModule
 from .pipeline import Stage, cpu_stages, mlir_lib, openmp_lib, run_pipeline, run_stages, uses_parallel_loops
 
@@ -95,6 +96,7 @@ def compile_module(mod: Module, *, opt_level: int = 3, print_after_all: bool = F
             raise BuildError("the module has no public function to compile")
         parallel = uses_parallel_loops(module)
         run_stages(module, cpu_stages(parallel=parallel), print_after_all=print_after_all)
+        plans = add_entries(module, fast_plans(signatures))  # rt["f"](...) as a builtin (fastcall.py)
         libs = [mlir_lib("libmlir_c_runner_utils.so")]
         if parallel:
             libs.append(openmp_lib())
@@ -106,4 +108,5 @@ def compile_module(mod: Module, *, opt_level: int = 3, print_after_all: bool = F
             engine.register_runtime(name, cb)
         engine.initialize()
     return RuntimeModule(engine=engine, signatures=signatures, lowered=module, source=source,
-                         target=target, after_call=after_call, keep_alive=list((callbacks or {}).values()))
+                         target=target, after_call=after_call, keep_alive=list((callbacks or {}).values()),
+                         fast_plans=plans)

@@ -31,13 +31,20 @@ __all__ = ["ArgSpec", "FuncSignature", "to_memref_abi", "public_functions"]
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One argument of a compiled function: element type, shape (None = dynamic), symbols."""
+    """One argument of a compiled function: element type, shape (None = dynamic), symbols.
+
+    ``strides`` (in elements, None = dynamic) and ``offset`` describe a memref argument
+    with a non-identity layout (``memref<2x3xf32, strided<[1, 2]>>``); both are None for
+    the identity layout (C-contiguous arrays), which every tensor argument has.
+    """
 
     name: str
     elem: str
     shape: tuple[int | None, ...]
     symbols: tuple[str | None, ...]
     is_output: bool
+    strides: tuple[int | None, ...] | None = None
+    offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -84,18 +91,77 @@ def _shaped(t: ir.Type) -> tuple[str, tuple[int | None, ...]]:
     return str(st.element_type), shape
 
 
-def signature_of(op: ir.Operation, n_outputs: int) -> FuncSignature:
+#: ops through which a memref argument is viewed (their result aliases operand 0)
+_VIEWS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape",
+          "memref.collapse_shape", "memref.transpose", "memref.view", "memref.assume_alignment")
+#: ops that only read the memref operand at the given index
+_READS = {"memref.load": 0, "vector.load": 0, "vector.transfer_read": 0, "vector.maskedload": 0,
+          "memref.dim": 0, "memref.extract_strided_metadata": 0, "memref.extract_aligned_pointer_as_index": 0,
+          "memref.copy": 0, "memref.prefetch": 0, "affine.load": 0, "affine.vector_load": 0,
+          "affine.prefetch": 0, "vector.gather": 0}
+
+
+def _may_write(value: ir.Value) -> bool:
+    """Whether memref ``value`` (or a view of it) may be written: every use not known to read."""
+    for use in value.uses:
+        user, index = use.owner, use.operand_number
+        name = user.name
+        if name in _VIEWS and index == 0:
+            if any(_may_write(r) for r in user.results):
+                return True
+        elif name.startswith("linalg.") and "operandSegmentSizes" in user.attributes:
+            n_ins = list(ir.DenseI32ArrayAttr(user.attributes["operandSegmentSizes"]))[0]
+            if index >= n_ins:
+                return True
+        elif _READS.get(name) != index:
+            return True
+    return False
+
+
+def signature_of(op: ir.Operation, n_outputs: int | None) -> FuncSignature:
+    """The signature of ``op``: its last ``n_outputs`` arguments are outputs.
+
+    ``n_outputs=None`` (memref-form functions): the arguments the body may write are the
+    outputs (used as a ``linalg`` init, a store target, a call operand...).
+    """
     name = ir.StringAttr(op.attributes["sym_name"]).value
     ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
     args = []
     n = len(ftype.inputs)
+    block = op.regions[0].blocks[0]
     for i, t in enumerate(ftype.inputs):
         if not (isinstance(t, ir.MemRefType) or isinstance(t, ir.RankedTensorType)):
             raise BuildError(f"function @{name}: argument {i} has type {t}; compiled functions take "
                              "ranked tensors or memrefs only")
         elem, shape = _shaped(t)
-        args.append(ArgSpec(_arg_name(op, i), elem, shape, _symbols(op, i, len(shape)), i >= n - n_outputs))
+        strides, offset = _layout(name, i, t, shape)
+        written = _may_write(block.arguments[i]) if n_outputs is None else i >= n - n_outputs
+        args.append(ArgSpec(_arg_name(op, i), elem, shape, _symbols(op, i, len(shape)), written, strides, offset))
     return FuncSignature(name, tuple(args))
+
+
+def _layout(name: str, index: int, t: ir.Type, shape: tuple[int | None, ...]) -> tuple[tuple | None, int | None]:
+    """(strides, offset) of a memref argument with a non-identity layout; (None, None) otherwise."""
+    if not isinstance(t, ir.MemRefType):
+        return None, None
+    mt = ir.MemRefType(t)
+    if isinstance(mt.layout, ir.AffineMapAttr) and mt.affine_map == ir.AffineMap.get_identity(mt.rank):
+        return None, None
+    try:
+        strides, offset = mt.get_strides_and_offset()
+    except RuntimeError:
+        raise BuildError(f"function @{name}: argument {index} has type {t}, whose layout is not strided; "
+                         "compiled functions take identity or strided<[...]> layouts") from None
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    strides = tuple(None if s == dyn else s for s in strides)
+    offset = None if offset == dyn else offset
+    canonical, acc = [], 1
+    for n in reversed(shape):
+        canonical.insert(0, acc)
+        acc = acc * n if n is not None else None
+    if offset == 0 and None not in shape and list(strides) == canonical:
+        return None, None  # strided<[3, 1]> on 2x3 is the identity layout
+    return strides, offset
 
 
 def to_memref_abi(module: ir.Module) -> dict[str, FuncSignature]:
@@ -119,7 +185,7 @@ def to_memref_abi(module: ir.Module) -> dict[str, FuncSignature]:
             if results:
                 raise BuildError(f"function @{name} returns {results}: compiled memref-form functions "
                                  "must write their outputs into arguments (destination-passing style)")
-            sigs[name] = signature_of(op, 0)
+            sigs[name] = signature_of(op, None)
         op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
     return sigs
 

@@ -18,6 +18,7 @@ from ..errors import ArgumentError, BuildError, MlcError
 from ..runtime.memref import numpy_dtype, packed_args
 from ..runtime.ndarray import as_numpy
 from .abi import FuncSignature
+from .fastcall import FastPlan, entry_address, make_builtin
 from .pipeline import tool_path
 
 __all__ = ["RuntimeModule", "CompiledFunction", "ProfileResult"]
@@ -40,13 +41,25 @@ class ProfileResult:
 
 
 class CompiledFunction:
-    """One compiled function; call it with arrays (NumPy, ``mlc.runtime`` arrays, DLPack)."""
+    """One compiled function; call it with arrays (NumPy, ``mlc.runtime`` arrays, DLPack).
+
+    Calls with exact C-contiguous NumPy arrays that match the signature run through a
+    JIT-compiled builtin that makes every check in native code (:mod:`.fastcall`); any
+    other call takes :meth:`call_checked`, which converts what it can and raises the same
+    :class:`ArgumentError` for what it cannot.
+    """
 
     def __init__(self, rt: RuntimeModule, sig: FuncSignature, fn: Callable[[Any], None]):
         self._rt = rt
         self.signature = sig
         self._fn = fn
-        self._dtypes = [numpy_dtype(a.elem) for a in sig.args]
+        #: the builtin entry, called by :meth:`call_checked` with the prepared arrays
+        #: (its fallback is the ctypes call, so it never comes back here)
+        self._direct: Callable[..., None] | None = None
+        try:
+            self._dtypes = [numpy_dtype(a.elem) for a in sig.args]
+        except ArgumentError as exc:
+            raise ArgumentError(f"@{sig.name} cannot be called from Python: {exc}") from None
 
     @property
     def name(self) -> str:
@@ -79,10 +92,17 @@ class CompiledFunction:
                         raise ArgumentError(f"{where}: dimension {d} is {got} but symbol {sym!r} was "
                                             f"bound to {bound[sym][0]} by {bound[sym][1]}")
                     bound.setdefault(sym, (got, spec.name))
-            if not arr.flags.c_contiguous:
+            if spec.strides is not None:
+                arr = _strided(where, spec, arr)
+            elif not arr.flags.c_contiguous:
                 if spec.is_output:
                     raise ArgumentError(f"{where}: output arrays must be C-contiguous")
                 arr = np.ascontiguousarray(arr)
+            if not arr.flags.aligned:  # compiled code may use aligned vector accesses
+                if spec.is_output:
+                    raise ArgumentError(f"{where}: output array is not aligned to its {arr.itemsize}-byte "
+                                        "elements")
+                arr = arr.copy()
             if spec.is_output and not arr.flags.writeable:
                 raise ArgumentError(f"{where}: output array is read-only")
             arrays.append(arr)
@@ -97,16 +117,51 @@ class CompiledFunction:
                     raise ArgumentError(f"@{self.name}: output argument {o} ({self.signature.args[o].name}) "
                                         f"overlaps argument {i} ({self.signature.args[i].name}) in memory")
 
-    def __call__(self, *args: Any) -> None:
+    def _packed(self, arrays: list[np.ndarray]) -> tuple[Any, list[object]]:
+        offsets = [a.offset or 0 for a in self.signature.args]
+        return packed_args(arrays, offsets)
+
+    def call_checked(self, *args: Any) -> None:
+        """Run with the arguments checked and converted in Python (the path of every unusual call)."""
         arrays = self._prepare(args)
-        packed, keep = packed_args(arrays)
+        if self._direct is not None:
+            self._direct(*arrays)
+        else:
+            self._call_packed(*arrays)
+        self._rt._after_call()
+
+    def _call_packed(self, *arrays: np.ndarray) -> None:
+        """Run on prepared arrays through the ``_mlir_ciface_`` wrapper (memref descriptors)."""
+        packed, keep = self._packed(list(arrays))
         self._fn(packed)
         del keep
-        self._rt._after_call()
+
+    def __call__(self, *args: Any) -> None:
+        self.call_checked(*args)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{a.name}: {_fmt_shape(a)}x{a.elem}" for a in self.signature.args)
         return f"<mlc.CompiledFunction @{self.name}({params})>"
+
+
+def _strided(where: str, spec: Any, arr: np.ndarray) -> np.ndarray:
+    """``arr`` as the memref layout ``spec.strides`` declares: as is, or (inputs) a copy laid out so."""
+    def fits(a: np.ndarray) -> bool:
+        return all(want is None or n <= 1 or (s % a.itemsize == 0 and s // a.itemsize == want)
+                   for want, n, s in zip(spec.strides, a.shape, a.strides))
+
+    if fits(arr):
+        return arr
+    layout = "strided<[" + ", ".join("?" if s is None else str(s) for s in spec.strides) + "]>"
+    got = tuple(s // arr.itemsize for s in arr.strides)
+    if spec.is_output or None in spec.strides or any(s < 0 for s in spec.strides):
+        raise ArgumentError(f"{where}: the function accesses this argument with layout {layout}, but the "
+                            f"array's strides are {got} elements; pass an array with those strides")
+    span = 1 + sum((n - 1) * s for n, s in zip(arr.shape, spec.strides)) if arr.size else 0
+    buf = np.empty(span, arr.dtype)
+    out = np.lib.stride_tricks.as_strided(buf, arr.shape, [s * arr.itemsize for s in spec.strides])
+    out[...] = arr
+    return out
 
 
 def _fmt_shape(spec: Any) -> str:
@@ -119,8 +174,10 @@ class RuntimeModule:
 
     def __init__(self, *, engine: ExecutionEngine, signatures: dict[str, FuncSignature],
                  lowered: ir.Module, source: str, target: str,
-                 after_call: Callable[[], None] | None = None, keep_alive: Sequence[Any] = ()):
+                 after_call: Callable[[], None] | None = None, keep_alive: Sequence[Any] = (),
+                 fast_plans: dict[str, FastPlan] | None = None):
         self.engine = engine
+        self._fast_plans = dict(fast_plans or {})
         self.signatures = signatures
         self._lowered = lowered
         self._source = source
@@ -138,6 +195,8 @@ class RuntimeModule:
         return list(self.signatures)
 
     def __getitem__(self, name: str) -> CompiledFunction:
+        if not isinstance(name, str):
+            raise MlcError(f"compiled functions are looked up by name (a str), got {name!r}")
         if name not in self._funcs:
             if name not in self.signatures:
                 raise MlcError(f"the built module has no public function {name!r}; it has {self.functions}")
@@ -145,8 +204,28 @@ class RuntimeModule:
             if not raw:
                 raise BuildError(f"compiled code has no symbol for @{name}")
             fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(raw)
-            self._funcs[name] = CompiledFunction(self, self.signatures[name], fn)
+            func = CompiledFunction(self, self.signatures[name], fn)
+            func._direct = self.fast_entry(name, func._call_packed)
+            builtin = self.fast_entry(name, func.call_checked, after=self._after)
+            if builtin is not None:  # a class of its own whose __call__ is the builtin
+                func.__class__ = type("CompiledFunction", (CompiledFunction,), {"__call__": builtin})
+            self._funcs[name] = func
         return self._funcs[name]
+
+    def fast_entry(self, name: str, fallback: Callable[..., Any], *,
+                   after: Callable[[], Any] | None = None) -> Callable[..., None] | None:
+        """A builtin running ``name`` with its checks compiled in; calls it declines go to ``fallback``.
+
+        None when the function has no fast entry (a non-identity layout, an unverified
+        NumPy layout). ``after`` runs after each call the builtin makes itself.
+        """
+        plan = self._fast_plans.get(name)
+        if plan is None:
+            return None
+        address = entry_address(self.engine, plan)
+        if not address:
+            raise BuildError(f"compiled code has no symbol {plan.entry}")
+        return make_builtin(address, name, fallback, (self.engine, self), after)
 
     def __contains__(self, name: str) -> bool:
         return name in self.signatures
@@ -157,13 +236,16 @@ class RuntimeModule:
 
         Arguments are checked and marshalled once, outside the timed region.
         """
-        if number < 1 or repeat < 1:
-            raise MlcError(f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}")
+        for what, value in (("number", number), ("repeat", repeat)):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise MlcError(f"time_evaluator: {what} must be an int >= 1, got {value!r}")
+        if not isinstance(min_repeat_ms, (int, float)) or min_repeat_ms < 0:
+            raise MlcError(f"time_evaluator: min_repeat_ms must be a number >= 0, got {min_repeat_ms!r}")
         func = self[name]
 
         def evaluate(*args: Any) -> ProfileResult:
             arrays = func._prepare(args)
-            packed, keep = packed_args(arrays)
+            packed, keep = func._packed(arrays)
             func._fn(packed)  # warm-up
             self._after_call()
             results = []

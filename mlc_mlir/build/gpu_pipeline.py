@@ -174,7 +174,7 @@ def device_buffers(module: ir.Module, signatures: Mapping[str, FuncSignature]) -
     """Host code of every public function works on device copies of its arguments.
 
     Each memref argument gets a ``gpu.alloc`` buffer filled by ``gpu.memcpy`` on entry;
-    outputs (every argument of a memref-form function) are copied back before the
+    outputs (of a memref-form function: the arguments it may write) are copied back before the
     return; host buffers (``memref.alloc``) become ``gpu.alloc``; all are freed.
     """
     for fn in public_functions(module):

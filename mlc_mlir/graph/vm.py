@@ -14,17 +14,25 @@ registered on the JIT as ctypes callbacks: each call hands the registered Python
 function zero-copy NumPy views of its arguments. An exception raised inside one is kept
 and re-raised as :class:`RuntimeError_` when the compiled call returns.
 
-The virtual machine checks the inputs, binds symbolic dimensions, allocates fresh
-outputs for every call and returns them as ``mlc.runtime.NDArray``.
+The virtual machine checks the inputs, binds symbolic dimensions, checks them against
+the static sizes of the tensor programs ``call_tir`` calls (a kernel compiled for
+``(2, 3)`` called with ``x: (n, 3)`` needs ``n == 2``), allocates fresh outputs for every
+call and returns them as ``mlc.runtime.NDArray``. A call with exact C-contiguous NumPy
+inputs runs through generated code: output allocation from the input shapes, then the
+compiled function's builtin entry (:mod:`mlc_mlir.build.fastcall`), which makes every
+check in native code; any call it declines takes :meth:`GraphFunction.call_checked`.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from mlir import ir
+
 from ..build import RuntimeModule, Stage, compile_module
 from ..context import mlc_context
 from ..errors import ArgumentError, GraphError, RuntimeError_
@@ -32,7 +40,7 @@ from ..ir import Module
 from ..runtime import Device, NDArray, as_numpy, cpu, get_func
 from ..runtime.memref import descriptor_class, view
 from .expr import format_shape
-from .analysis import clone_module
+from .analysis import clone_module, func_name, graph_functions, value_shapes, walk_ops
 from .legalize import legalize
 from .lower import EnvCall, GraphSignature, lower_graph_functions
 from .optimize import optimize
@@ -47,10 +55,16 @@ _GRAPH_STAGES = [Stage("graph-inline", "inline,symbol-dce")]
 
 
 class _CallbackErrors:
-    """Exceptions raised inside environment functions during one compiled call."""
+    """Exceptions raised inside environment functions during one compiled call (per thread)."""
 
     def __init__(self) -> None:
-        self.errors: list[tuple[str, BaseException]] = []
+        self._local = threading.local()
+
+    @property
+    def errors(self) -> list[tuple[str, BaseException]]:
+        if not hasattr(self._local, "errors"):
+            self._local.errors = []
+        return self._local.errors
 
     def reraise(self) -> None:
         if self.errors:
@@ -82,8 +96,11 @@ class Executable:
     """A built graph module (course ``relax.Executable``): compiled code plus signatures."""
 
     def __init__(self, rt: RuntimeModule, signatures: dict[str, GraphSignature], env_calls: list[EnvCall],
-                 errors: _CallbackErrors, source: Module, optimized: Module | None = None):
+                 errors: _CallbackErrors, source: Module, optimized: Module | None = None,
+                 extent_checks: dict[str, tuple[ExtentCheck, ...]] | None = None):
         self.rt = rt
+        #: per graph function: symbols that a called tensor program fixes to a static size
+        self.extent_checks = dict(extent_checks or {})
         #: the module after graph optimization and legalization (before lowering)
         self.optimized = optimized
         self.signatures = signatures
@@ -134,6 +151,7 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
     legalize(work, op_map)
     optimized = clone_module(work)
     with mlc_context():
+        checks = static_extent_checks(optimized.mlir_module)
         signatures, env_calls = lower_graph_functions(work.mlir_module)
     if not signatures:
         raise GraphError(f"graph.build: the module has no graph function (functions: {mod.functions}); "
@@ -142,7 +160,44 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
     callbacks = {c.symbol: _make_callback(c, errors) for c in env_calls}
     rt = compile_module(work, opt_level=llvm_opt_level, print_after_all=print_after_all,
                         extra_stages=_GRAPH_STAGES, callbacks=callbacks, after_call=errors.reraise)
-    return Executable(rt, signatures, env_calls, errors, mod, optimized)
+    return Executable(rt, signatures, env_calls, errors, mod, optimized, checks)
+
+
+ExtentCheck = tuple[str, int, str]  # (symbol, static size, "@callee argument k dimension d")
+
+
+def static_extent_checks(module: Any) -> dict[str, tuple[ExtentCheck, ...]]:
+    """Per graph function: each symbol passed where a called tensor program has a static size.
+
+    ``call_tir`` of ``@kern(tensor<2x3xf32>, ...)`` with ``x: (n, 3)`` is well-typed (a
+    dynamic dimension meets a static one) but only correct for ``n == 2``: the executor
+    checks that before running the compiled code. Call inside the shared context.
+    """
+    funcs = {func_name(op.operation): op.operation for op in module.body.operations
+             if op.operation.name == "func.func"}
+    out: dict[str, tuple[ExtentCheck, ...]] = {}
+    for fop in graph_functions(module):
+        shapes = value_shapes(fop)
+        inputs = {d for arg in fop.regions[0].blocks[0].arguments if arg in shapes
+                  for d in shapes[arg][0] if isinstance(d, str)}
+        checks: dict[tuple[str, int], ExtentCheck] = {}
+        for op in walk_ops(fop):
+            if op.name != "mlc.call_tir" or "callee" not in op.attributes:
+                continue
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            if callee not in funcs:
+                continue
+            params = ir.FunctionType(ir.TypeAttr(funcs[callee].attributes["function_type"]).value).inputs
+            for k, (v, p) in enumerate(zip([*op.operands, op.results[0]], params)):
+                if v not in shapes or not isinstance(p, (ir.RankedTensorType, ir.MemRefType)):
+                    continue
+                pt = ir.ShapedType(p)
+                for d, dim in enumerate(shapes[v][0][:pt.rank]):
+                    if isinstance(dim, str) and dim in inputs and not pt.is_dynamic_dim(d):
+                        size = pt.get_dim_size(d)
+                        checks.setdefault((dim, size), (dim, size, f"@{callee} argument {k} dimension {d}"))
+        out[func_name(fop)] = tuple(checks.values())
+    return out
 
 
 class GraphFunction:
@@ -152,6 +207,10 @@ class GraphFunction:
         self.signature = sig
         self._compiled = ex.rt[sig.name]
         self._device = device
+        self._checks = ex.extent_checks.get(sig.name, ())
+        fast = ex.rt.fast_entry(sig.name, self._declined, after=ex.rt._after_call if ex.env_calls else None)
+        if fast is not None:  # this instance's own class, whose __call__ is generated code
+            self.__class__ = type("GraphFunction", (GraphFunction,), {"__call__": _fast_call(self, fast)})
 
     def _bind(self, arrays: list[np.ndarray]) -> dict[str, int]:
         sig = self.signature
@@ -170,9 +229,15 @@ class GraphFunction:
                 elif symbols.setdefault(want, got) != got:
                     raise ArgumentError(f"{where}: dimension {d} is {got} but {want} = {symbols[want]} "
                                         "from an earlier input")
+        for sym, size, what in self._checks:
+            if symbols.get(sym, size) != size:
+                i, d = next((i, d) for i, s in enumerate(sig.inputs) for d, w in enumerate(s.shape) if w == sym)
+                raise ArgumentError(f"@{sig.name} input {i} ({sig.inputs[i].name}): dimension {d} is "
+                                    f"{symbols[sym]}, but {sym} must be {size}: {what} is compiled for "
+                                    f"size {size}")
         return symbols
 
-    def __call__(self, *args: Any) -> NDArray | tuple[NDArray, ...]:
+    def _inputs(self, args: tuple) -> list[np.ndarray]:
         sig = self.signature
         if len(args) != len(sig.inputs):
             names = ", ".join(s.name for s in sig.inputs)
@@ -183,16 +248,71 @@ class GraphFunction:
                 arrays.append(as_numpy(a))
             except Exception as exc:  # noqa: BLE001 - any failure to view the argument
                 raise ArgumentError(f"@{sig.name} input {i} ({sig.inputs[i].name}): {exc}") from None
+        return arrays
+
+    def _declined(self, *args: Any) -> None:
+        """The builtin's fallback (inputs and outputs): the VM's checks, then the compiled function's."""
+        self._bind(self._inputs(args[:len(self.signature.inputs)]))
+        self._compiled.call_checked(*args)
+
+    def call_checked(self, *args: Any) -> NDArray | tuple[NDArray, ...]:
+        """Run with every check and conversion in Python (the path of every call the fast path declines)."""
+        sig = self.signature
+        arrays = self._inputs(args)
         symbols = self._bind(arrays)
-        outs = [np.empty(tuple(d if isinstance(d, int) else symbols[d] for d in spec.shape),
-                         dtype=np.dtype(spec.dtype)) for spec in sig.outputs]
-        self._compiled(*arrays, *outs)
-        results = tuple(NDArray(o, self._device) for o in outs)
+        outs = []
+        for k, spec in enumerate(sig.outputs):
+            shape = tuple(d if isinstance(d, int) else symbols[d] for d in spec.shape)
+            try:
+                outs.append(np.empty(shape, dtype=np.dtype(spec.dtype)))
+            except (MemoryError, ValueError) as exc:
+                raise RuntimeError_(f"@{sig.name}: cannot allocate output {k} of shape {shape} "
+                                    f"{spec.dtype}: {type(exc).__name__}: {exc}") from None
+        self._compiled.call_checked(*arrays, *outs)
+        results = tuple(NDArray._wrap(o, self._device) for o in outs)
         return results[0] if len(results) == 1 else results
+
+    def __call__(self, *args: Any) -> NDArray | tuple[NDArray, ...]:
+        return self.call_checked(*args)
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{s.name}: {format_shape(s.shape)} {s.dtype}" for s in self.signature.inputs)
         return f"<mlc.graph function @{self.signature.name}({ins})>"
+
+
+def _fast_call(gf: GraphFunction, fast: Callable[..., None]) -> Callable[..., Any]:
+    """``__call__`` of ``gf`` as generated code: allocate outputs from input shapes, call ``fast``.
+
+    Anything unexpected (wrong arity, an input without a usable ``shape``, a fixed extent
+    that differs, an allocation that fails) goes to :meth:`GraphFunction.call_checked`,
+    which raises the precise error; the builtin checks everything else.
+    """
+    sig = gf.signature
+    n = len(sig.inputs)
+    where = {}
+    for i, spec in enumerate(sig.inputs):
+        for d, dim in enumerate(spec.shape):
+            if isinstance(dim, str):
+                where.setdefault(dim, f"a{i}.shape[{d}]")
+    env = {"_fast": fast, "_empty": np.empty, "_new": object.__new__, "_NDArray": NDArray, "_dev": gf._device}
+    names = [f"a{i}" for i in range(n)]
+    lines = ["def __call__(self, *args):", f"    if len(args) != {n}:", "        return self.call_checked(*args)",
+             "    try:", f"        {''.join(x + ', ' for x in names)}= args"]
+    for sym, size, _ in gf._checks:
+        lines += [f"        if {where[sym]} != {size}:", "            return self.call_checked(*args)"]
+    outs = []
+    for k, spec in enumerate(sig.outputs):
+        env[f"_dt{k}"] = np.dtype(spec.dtype)
+        dims = ", ".join(str(d) if isinstance(d, int) else where[d] for d in spec.shape)
+        lines.append(f"        o{k} = _empty(({dims}{',' if len(spec.shape) == 1 else ''}), _dt{k})")
+        outs.append(f"o{k}")
+    lines += ["    except Exception:", "        return self.call_checked(*args)",
+              f"    _fast({', '.join(names + outs)})"]
+    for o in outs:  # NDArray._wrap, inlined
+        lines += [f"    r{o} = _new(_NDArray)", f"    r{o}.device = _dev", f"    r{o}._data = {o}"]
+    lines.append(f"    return {'r' + outs[0] if len(outs) == 1 else '(' + ', '.join('r' + o for o in outs) + ',)'}")
+    exec("\n".join(lines) + "\n", env)  # noqa: S102 - code generated from the signature only
+    return env["__call__"]
 
 
 class VirtualMachine:

@@ -10,7 +10,9 @@ import ctypes
 import functools
 
 import numpy as np
-from mlir.runtime import as_ctype, make_nd_memref_descriptor
+from mlir.runtime import make_nd_memref_descriptor
+
+from ..errors import ArgumentError
 
 __all__ = ["descriptor_class", "descriptor", "packed_args", "view", "MLIR_TO_NUMPY", "numpy_dtype"]
 
@@ -25,40 +27,68 @@ MLIR_TO_NUMPY: dict[str, np.dtype] = {
     "i32": np.dtype("int32"),
     "i64": np.dtype("int64"),
     "index": np.dtype("int64"),
+    "ui8": np.dtype("uint8"),
+    "ui16": np.dtype("uint16"),
+    "ui32": np.dtype("uint32"),
+    "ui64": np.dtype("uint64"),
+    "si8": np.dtype("int8"),
+    "si16": np.dtype("int16"),
+    "si32": np.dtype("int32"),
+    "si64": np.dtype("int64"),
+    "complex<f32>": np.dtype("complex64"),
+    "complex<f64>": np.dtype("complex128"),
 }
 
 
 def numpy_dtype(mlir_elem: str) -> np.dtype:
-    """NumPy dtype of an MLIR element type spelling (``f32`` -> float32)."""
-    return MLIR_TO_NUMPY[mlir_elem]
+    """NumPy dtype of an MLIR element type spelling (``f32`` -> float32).
+
+    Raises:
+        ArgumentError: a type NumPy has no dtype for (``bf16``, ``f8E4M3FN``, ``i4``...):
+            arrays of it cannot be passed from Python.
+    """
+    try:
+        return MLIR_TO_NUMPY[mlir_elem]
+    except (KeyError, TypeError):
+        raise ArgumentError(f"element type {mlir_elem} has no NumPy dtype, so arrays of it cannot be "
+                            f"passed from Python (supported: {', '.join(MLIR_TO_NUMPY)})") from None
 
 
 @functools.lru_cache(maxsize=None)
 def descriptor_class(rank: int, dtype: np.dtype) -> type[ctypes.Structure]:
     """The ctypes class of a rank-``rank`` memref descriptor of ``dtype`` (cached)."""
-    ctype = ctypes.c_bool if dtype == np.dtype("bool") else as_ctype(dtype)
+    # only the pointer fields depend on the element type; a byte array of the element's
+    # size keeps the descriptor layout for types ctypes has no scalar for (complex)
+    ctype = ctypes.c_bool if dtype == np.dtype("bool") else ctypes.c_byte * dtype.itemsize
     return make_nd_memref_descriptor(rank, ctype)
 
 
-def descriptor(arr: np.ndarray) -> ctypes.Structure:
-    """A memref descriptor pointing at ``arr``'s data (zero-copy; strides in elements)."""
+def descriptor(arr: np.ndarray, offset: int = 0) -> ctypes.Structure:
+    """A memref descriptor pointing at ``arr``'s data (zero-copy; strides in elements).
+
+    ``offset`` (elements) is stored in the descriptor, its aligned pointer moved back by as
+    much, for memrefs whose layout has a static offset.
+    """
     desc = descriptor_class(arr.ndim, arr.dtype)()
     ptr = arr.ctypes.data
     desc.allocated = ptr
-    desc.aligned = ctypes.cast(ptr, desc._fields_[1][1])
-    desc.offset = 0
+    desc.aligned = ctypes.cast(ptr - offset * arr.itemsize, desc._fields_[1][1])
+    desc.offset = offset
     if arr.ndim:
         desc.shape[:] = arr.shape
         desc.strides[:] = [s // arr.itemsize for s in arr.strides]
     return desc
 
 
-def packed_args(arrays: list[np.ndarray]) -> tuple[ctypes.Array, list[object]]:
-    """The ``void**`` argument array of an ``_mlir_ciface_`` call, plus the objects to keep alive."""
+def packed_args(arrays: list[np.ndarray], offsets: list[int] | None = None) -> tuple[ctypes.Array, list[object]]:
+    """The ``void**`` argument array of an ``_mlir_ciface_`` call, plus the objects to keep alive.
+
+    ``offsets``: the static layout offset of each argument (0 for identity layouts).
+    """
     keep: list[object] = []
     packed = (ctypes.c_void_p * len(arrays))()
     for i, arr in enumerate(arrays):
-        ptr = ctypes.pointer(descriptor(arr))
+        ptr = ctypes.pointer(descriptor(arr, offsets[i] if offsets else 0))
         pptr = ctypes.pointer(ptr)
         keep += [ptr, pptr]
         packed[i] = ctypes.cast(pptr, ctypes.c_void_p)

@@ -54,6 +54,14 @@ class NDArray:
         self.device = _check_device(device)
         self._data = np.ascontiguousarray(data)
 
+    @classmethod
+    def _wrap(cls, data: np.ndarray, device: Device) -> NDArray:
+        """An NDArray owning ``data`` (C-contiguous, fresh) without checks: the executor's outputs."""
+        arr = cls.__new__(cls)
+        arr.device = device
+        arr._data = data
+        return arr
+
     @property
     def shape(self) -> tuple[int, ...]:
         return self._data.shape
@@ -71,7 +79,10 @@ class NDArray:
         src = as_numpy(source)
         if src.shape != self.shape:
             raise RuntimeError_(f"copyfrom: shape {src.shape} differs from {self.shape}")
-        self._data[...] = src
+        try:
+            self._data[...] = src
+        except (TypeError, ValueError) as exc:
+            raise RuntimeError_(f"copyfrom: cannot copy {src.dtype} data into {self.dtype}: {exc}") from None
         return self
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
@@ -88,23 +99,55 @@ class NDArray:
 
 
 def array(data: Any, device: Device | None = None) -> NDArray:
-    """Copy ``data`` (NumPy array, list, or anything with ``__dlpack__``) into a new NDArray."""
-    return NDArray(np.array(as_numpy(data), copy=True), device)
+    """Copy ``data`` (NumPy array, list, or anything with ``__dlpack__``) into a new NDArray.
+
+    Raises:
+        RuntimeError_: ``data`` is not array-like (ragged lists, objects) or too large.
+    """
+    src = as_numpy(data)
+    if src.dtype.hasobject:
+        raise RuntimeError_(f"array: {type(data).__name__} is not numeric array data (dtype {src.dtype})")
+    try:
+        return NDArray(np.array(src, copy=True), device)
+    except MemoryError:
+        raise RuntimeError_(f"array: cannot allocate a copy of shape {src.shape} {src.dtype}") from None
 
 
 def empty(shape: tuple[int, ...] | list[int], dtype: str = "float32", device: Device | None = None) -> NDArray:
-    """A new uninitialised NDArray."""
+    """A new uninitialised NDArray.
+
+    Raises:
+        RuntimeError_: an unknown dtype, a shape that is not a sequence of non-negative
+            ints, or a size that cannot be allocated.
+    """
     try:
         np_dtype = np.dtype(dtype)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):
         raise RuntimeError_(f"empty: unknown dtype {dtype!r}") from None
-    if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
-        raise RuntimeError_(f"empty: shape must be non-negative ints, got {tuple(shape)}")
-    return NDArray(np.empty(tuple(int(d) for d in shape), np_dtype), device)
+    if np_dtype.hasobject or np_dtype.itemsize == 0:
+        raise RuntimeError_(f"empty: dtype {dtype!r} is not a numeric type")
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise RuntimeError_(f"empty: shape must be a sequence of non-negative ints, got {shape!r}") from None
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in dims):
+        raise RuntimeError_(f"empty: shape must be non-negative ints, got {dims}")
+    try:
+        data = np.empty(tuple(int(d) for d in dims), np_dtype)
+    except (ValueError, MemoryError) as exc:
+        raise RuntimeError_(f"empty: cannot allocate shape {dims} of {np_dtype}: {exc}") from None
+    return NDArray(data, device)
 
 
 def as_numpy(value: Any) -> np.ndarray:
-    """A NumPy view of an NDArray, NumPy array or DLPack-capable object (no copy when possible)."""
+    """A NumPy view of an NDArray, NumPy array or DLPack-capable object (no copy when possible).
+
+    Raises:
+        RuntimeError_: an object whose ``__dlpack__`` fails or returns no capsule, or
+            data NumPy cannot turn into an array.
+    """
     if isinstance(value, NDArray):
         return value._data
     if isinstance(value, np.ndarray):
@@ -112,6 +155,10 @@ def as_numpy(value: Any) -> np.ndarray:
     if hasattr(value, "__dlpack__"):
         try:
             return np.from_dlpack(value)
-        except (TypeError, RuntimeError, BufferError) as exc:
-            raise RuntimeError_(f"cannot view {type(value).__name__} through DLPack on the CPU: {exc}") from None
-    return np.asarray(value)
+        except Exception as exc:  # noqa: BLE001 - the object's own __dlpack__ may raise anything
+            raise RuntimeError_(f"cannot view {type(value).__name__} through DLPack on the CPU: "
+                                f"{type(exc).__name__}: {exc}") from None
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError, MemoryError) as exc:
+        raise RuntimeError_(f"cannot make an array of {type(value).__name__}: {exc}") from None

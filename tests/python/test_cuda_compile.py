@@ -235,7 +235,7 @@ def test_memref_form_with_a_transform_script():
     rt = mlc.build(mod, target="cuda -arch=sm_90")
     outlined = rt.get_source("gpu-outlined")
     assert "blocks in (%c8, %c8, %c1) threads in (%c16, %c16, %c1)" in outlined
-    assert outlined.count("gpu.memcpy async") == 6  # memref form: every argument copied back
+    assert outlined.count("gpu.memcpy async") == 4  # memref form: 3 copies in, the written C copied back
     ptx = rt.get_source("ptx")
     assert ".maxntid 16, 16, 1" in ptx and "bar.sync" in ptx
 
