@@ -65,9 +65,12 @@ def _module(inp: MeasureInput) -> Any:
 
 
 def _random_args(func: Any, seed: int = 0) -> list[np.ndarray]:
+    from ..runtime.memref import numpy_dtype
+
     rng = np.random.default_rng(seed)
     arrays = []
-    for spec, dtype in zip(func.signature.args, func._dtypes):
+    for spec in func.signature.args:
+        dtype = numpy_dtype(spec.elem)
         if any(d is None for d in spec.shape):
             raise ValueError(f"argument {spec.name} has a dynamic shape {spec.shape}: tuning needs static shapes")
         if spec.is_output:

@@ -48,7 +48,6 @@ class _WrongRuntime:
             args[-1][0, 0] += 1.0
 
         wrong.signature = func.signature
-        wrong._dtypes = func._dtypes
         return wrong
 
     def time_evaluator(self, *args, **kwargs):
