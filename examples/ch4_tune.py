@@ -79,7 +79,7 @@ def part1_tune_tir(work: Path) -> None:
                            work_dir=str(work / "mm"), task_name="main", seed=0, measure=MEASURE)
     print(f"tuned in {time.perf_counter() - t0:.1f} s, {len(database)} records in {database.path.name}")
     sch = ms.tir_integration.compile_tir(database, mod, TARGET)
-    print(sch.trace)
+    sch.trace.show()
     sch.mod.show()
     lib = mlc.build(sch.mod, target="llvm")
     lib["main"](a, b, c)

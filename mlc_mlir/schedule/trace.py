@@ -182,6 +182,10 @@ class Trace:
     def __repr__(self) -> str:
         return f"<Trace of {len(self.instructions)} instructions>"
 
+    def show(self) -> None:
+        """Print the trace (course: ``sch.trace.show()``)."""
+        print(self)
+
     def __len__(self) -> int:
         return len(self.instructions)
 

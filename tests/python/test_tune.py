@@ -187,17 +187,6 @@ def test_ray_backend_on_a_local_cluster(tmp_path):
     check_matmul(mlc.tune.compile_tir(db, mod))
 
 
-def test_ch4_tune_example():
-    example = Path(__file__).resolve().parents[2] / "examples" / "ch4_tune.py"
-    proc = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout
-    assert "sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=" in out
-    assert "tuned matmul equals NumPy; its trace replays to the same program" in out
-    assert "MLP with the tuned linear0 swapped in equals NumPy" in out
-    assert "tune_model: MLP with every tuned kernel equals NumPy" in out
-
-
 @pytest.mark.skipif(importlib.util.find_spec("mlc_mlir.schedule.rules") is None,
                     reason="the README's tune_model uses auto-scheduling (mlc_mlir.schedule.rules, not merged)")
 def test_readme_tuning_block_runs(tmp_path, monkeypatch):
