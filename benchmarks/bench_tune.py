@@ -127,15 +127,15 @@ def throughput(trials: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=64)
-    parser.add_argument("--quick", action="store_true", help="16 trials, mm_relu 128 only")
+    parser.add_argument("--trials", type=int, default=None, help="trials per run (default 64, 16 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="mm_relu 128 only, 16 trials by default")
     parser.add_argument("--auto", action="store_true", help="also the auto-scheduling space (space=None)")
     parser.add_argument("--throughput", action="store_true", help="only candidates/minute, 1 and 2 workers")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "mlc_bench_tune")
     args = parser.parse_args()
-    trials = 16 if args.quick else args.trials
+    trials = args.trials or (16 if args.quick else 64)
     if args.throughput:
-        throughput(trials if args.trials != 64 else 24)
+        throughput(args.trials or 24)
         return
     args.out.mkdir(parents=True, exist_ok=True)
     omp = ctypes.CDLL(openmp_lib())
