@@ -1,15 +1,16 @@
 """``mlc.build(mod, target="cuda")``: bound tensor programs -> CUDA kernels + host code.
 
-The host function of each tensor program keeps the CPU build's memref ABI, so
-``rt["name"](*numpy_arrays)`` is called exactly like a CPU build: the generated host code
-allocates device buffers, copies the arrays in, launches the kernels (grid/block sizes
-from the bound loops) and copies the outputs back. The kernels are compiled to a cubin
+The host function of each tensor program keeps the CPU build's memref ABI with device
+pointers: ``rt["name"](*cuda_arrays)`` launches the kernels (grid/block sizes from the
+bound loops) on the arrays in place; called with NumPy arrays it copies them to the GPU
+and the outputs back (:mod:`.cuda_call`). The kernels are compiled to a cubin
 with the ``nvidia-cuda-nvcc`` wheel's ``ptxas`` (PTX JIT-compiled by the driver when no
 ``ptxas`` is found); ``rt.get_source("ptx")`` shows the PTX either way.
 
 Without a CUDA driver (no ``libcuda``) the build still compiles everything; calling a
-function then raises :class:`~mlc_mlir.errors.RuntimeError_`. The CUDA runtime wrappers
-(``libmlir_cuda_runtime.so``) are loaded only when ``libcuda`` is.
+function then raises :class:`~mlc_mlir.runtime.cuda_device.CudaUnavailable`. The host code's
+``mgpu*`` calls go to :class:`~mlc_mlir.runtime.mgpu.KernelRuntime` (NVIDIA's
+``cuda-python``), which turns every CUDA error into an exception.
 """
 
 from __future__ import annotations
@@ -18,25 +19,28 @@ import ctypes
 import ctypes.util
 import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from mlir import ir
 from mlir.dialects import gpu
 from mlir.execution_engine import ExecutionEngine
 
 from ..context import mlc_context
-from ..errors import BuildError, MlcError, RuntimeError_
+from ..errors import BuildError, MlcError
 from ..ir import Module
+from ..runtime import cuda_device as cu
+from ..runtime.mgpu import KernelRuntime
 from .abi import FuncSignature, to_memref_abi
-from .executable import CompiledFunction, RuntimeModule
+from .cuda_call import CudaFunction, cuda_time_evaluator
+from .executable import ProfileResult, RuntimeModule
 from .gpu_pipeline import ARCH_PTX_FEATURES, CudaTarget, cuda_stages, parse_cuda_target
-from .pipeline import mlir_lib, run_pipeline, run_stages
+from .pipeline import Stage, mlir_lib, run_pipeline, run_stages
 
 __all__ = ["build_cuda", "CudaModule", "cuda_driver", "device_arch", "NO_DRIVER"]
 
 NO_DRIVER = ("no CUDA driver (libcuda) found: CUDA functions can be compiled (get_source('ptx')) "
              "but not run here")
-_CU_COMPUTE_CAPABILITY = (75, 76)  # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR
 # get_source format -> the stage after which the IR is kept
 _SNAPSHOTS = {"gpu": "map-to-gpu", "gpu-outlined": "outline", "nvvm": "device"}
 
@@ -54,19 +58,18 @@ def cuda_driver() -> ctypes.CDLL | None:
     return None
 
 
-@functools.cache
 def device_arch(index: int = 0) -> str | None:
-    """``"sm_XY"`` of CUDA device ``index``, or ``None`` without a driver or device."""
-    lib = cuda_driver()
-    if lib is None:
+    """``"sm_XY"`` of CUDA device ``index``, or ``None`` without a driver, binding or device."""
+    try:
+        cu.activate(index)
+        drv = cu.driver()
+        dev = cu.call("cuDeviceGet", index)
+        attr = drv.CUdevice_attribute
+        major = cu.call("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+        minor = cu.call("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+    except MlcError:
         return None
-    dev, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
-    if lib.cuInit(0) != 0 or lib.cuDeviceGet(ctypes.byref(dev), index) != 0:
-        return None
-    if (lib.cuDeviceGetAttribute(ctypes.byref(major), _CU_COMPUTE_CAPABILITY[0], dev) != 0
-            or lib.cuDeviceGetAttribute(ctypes.byref(minor), _CU_COMPUTE_CAPABILITY[1], dev) != 0):
-        return None
-    return f"sm_{major.value}{minor.value}"
+    return f"sm_{int(major)}{int(minor)}"
 
 
 def _runs_on(arch: str, fmt: str, device: str) -> bool:
@@ -82,31 +85,43 @@ def _runs_on(arch: str, fmt: str, device: str) -> bool:
 class CudaModule(RuntimeModule):
     """A module built for CUDA: host functions (JIT) plus kernels in ``gpu.binary`` ops.
 
-    ``get_source`` adds ``"ptx"`` (the kernels' PTX), ``"gpu"`` (the IR after mapping to
-    ``gpu.launch``), ``"gpu-outlined"`` (``gpu.func`` kernels, ``gpu.launch_func`` calls)
-    and ``"nvvm"`` (the kernels in the NVVM/LLVM dialect).
+    ``rt["f"](*args)`` takes CUDA arrays (``mlc.runtime.array(x, device=mlc.cuda(0))``,
+    ``torch.cuda`` tensors) without copies, or host arrays through copies
+    (:mod:`.cuda_call`); ``time_evaluator`` uses CUDA events. ``get_source`` adds
+    ``"ptx"`` (the kernels' PTX), ``"gpu"`` (the IR after mapping to ``gpu.launch``),
+    ``"gpu-outlined"`` (``gpu.func`` kernels, ``gpu.launch_func`` calls) and ``"nvvm"``
+    (the kernels in the NVVM/LLVM dialect).
     """
 
     def __init__(self, *, engine: ExecutionEngine | None, signatures: dict[str, FuncSignature],
                  lowered: ir.Module, source: str, cuda: CudaTarget, snapshots: dict[str, str],
-                 unavailable: str | None):
+                 unavailable: str | None, runtime: KernelRuntime | None = None):
         super().__init__(engine=engine, signatures=signatures, lowered=lowered, source=source,  # type: ignore[arg-type]
                          target=str(cuda))
         self.cuda = cuda
+        self.runtime = runtime or KernelRuntime(0)
         self._snapshots = snapshots
         self._unavailable = unavailable
         self._ptx: str | None = None
+        self._cuda_funcs: dict[str, CudaFunction] = {}
 
-    def __getitem__(self, name: str) -> CompiledFunction:
-        if self._unavailable is None:
-            return super().__getitem__(name)
+    def __getitem__(self, name: str) -> CudaFunction:
         if name not in self.signatures:
-            return super().__getitem__(name)  # raises the unknown-function error
+            raise MlcError(f"the built module has no public function {name!r}; it has {self.functions}")
+        if name not in self._cuda_funcs:
+            fn = None
+            if self._unavailable is None and self.engine is not None:
+                raw = self.engine.raw_lookup("_mlir_ciface_" + name)
+                if not raw:
+                    raise BuildError(f"compiled code has no symbol for @{name}")
+                fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(raw)
+            self._cuda_funcs[name] = CudaFunction(self, self.signatures[name], fn, self._unavailable)
+        return self._cuda_funcs[name]
 
-        def unavailable(_packed: object) -> None:
-            raise RuntimeError_(self._unavailable)
-
-        return CompiledFunction(self, self.signatures[name], unavailable)
+    def time_evaluator(self, name: str, dev: Any = None, *, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0.0) -> Callable[..., ProfileResult]:
+        """A function timing ``name`` on the GPU with CUDA events (seconds per call)."""
+        return cuda_time_evaluator(self[name], number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
 
     def get_source(self, fmt: str = "ptx") -> str:
         """``"ptx"``, ``"gpu"``, ``"gpu-outlined"``, ``"nvvm"``, or the host code:
@@ -139,12 +154,14 @@ def _ptx_of(device_ir: str, cuda: CudaTarget) -> str:
 
 
 def _unavailable_reason(cuda: CudaTarget) -> str | None:
-    if cuda_driver() is None:
-        return NO_DRIVER
+    try:
+        cu.activate(0)
+    except MlcError as exc:
+        return f"{exc}: CUDA functions can be compiled (get_source('ptx')) but not run here"
     device = device_arch()
     if device is None:
-        return "the CUDA driver found no usable GPU (cuInit/cuDeviceGet failed): CUDA functions can be " \
-               "compiled (get_source('ptx')) but not run here"
+        return "the CUDA driver found no usable GPU: CUDA functions can be compiled (get_source('ptx')) " \
+               "but not run here"
     if not _runs_on(cuda.arch, cuda.format, device):
         return (f"the kernels were compiled for {cuda.arch} but GPU 0 is {device}: build with "
                 f"target='cuda -arch={device}'")
@@ -165,7 +182,7 @@ def jit_host(lowered: ir.Module, *, opt_level: int, shared_libs: Sequence[str]) 
 
 
 def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: int = 3,
-               print_after_all: bool = False) -> CudaModule:
+               print_after_all: bool = False, extra_stages: list[Stage] | None = None) -> CudaModule:
     """Compile the bound tensor programs of ``mod`` for a CUDA GPU (see the module docstring).
 
     Args:
@@ -176,6 +193,7 @@ def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: 
             present and supported, else ``sm_90``.
         opt_level: optimisation level for NVVM and the host JIT (0-3).
         print_after_all: print the IR after each stage to stderr.
+        extra_stages: stages run before the ABI rewrite (graph builds: inlining).
 
     Raises:
         BuildError: unknown option or chip, an unbound computation, an unsupported
@@ -191,6 +209,8 @@ def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: 
     module = work.mlir_module
     snapshots: dict[str, str] = {}
     with mlc_context():
+        if extra_stages:
+            run_stages(module, extra_stages, print_after_all=print_after_all)
         run_pipeline(module, "inline", stage="inline")
         signatures = to_memref_abi(module)
         if not signatures:
@@ -200,12 +220,14 @@ def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: 
             if stage.name in _SNAPSHOTS.values():
                 snapshots[stage.name] = str(module)
     unavailable = _unavailable_reason(cuda)
-    engine = None
+    engine, runtime = None, KernelRuntime(0)
     if unavailable is None:
-        engine = jit_host(module, opt_level=opt_level, shared_libs=[
-            mlir_lib("libmlir_cuda_runtime.so"), mlir_lib("libmlir_c_runner_utils.so")])
-        engine.initialize()
+        engine = jit_host(module, opt_level=opt_level, shared_libs=[mlir_lib("libmlir_c_runner_utils.so")])
+        for name, callback in runtime.callbacks.items():
+            engine.raw_register_runtime(name, ctypes.cast(callback, ctypes.c_void_p))
+        engine.initialize()  # loads the kernels (mgpuModuleLoad)
+        runtime.check()
     elif print_after_all:
         print(f"// cuda: compiled only ({unavailable})", file=sys.stderr)
     return CudaModule(engine=engine, signatures=signatures, lowered=module, source=source, cuda=cuda,
-                      snapshots=snapshots, unavailable=unavailable)
+                      snapshots=snapshots, unavailable=unavailable, runtime=runtime)

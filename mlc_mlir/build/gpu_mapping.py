@@ -41,7 +41,7 @@ from ..context import diagnostics_text
 from ..errors import BuildError, LoweringError
 
 __all__ = ["Kernel", "drop_self_copies", "find_kernels", "merge_bound_loops", "place_kernel_buffers",
-           "map_kernels", "MAX_THREADS_PER_BLOCK"]
+           "map_kernels", "MAX_THREADS_PER_BLOCK", "trip_counts"]
 
 MAX_THREADS_PER_BLOCK = 1024
 _MAX_BLOCK = {"x": 1024, "y": 1024, "z": 64}
@@ -49,11 +49,12 @@ _MAX_GRID = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 _AXIS = {"block": "blockIdx", "thread": "threadIdx"}
 # Ops that may stay on the host, outside every kernel (index arithmetic, views, buffers).
 _HOST_OPS = {"func.return", "memref.alloc", "memref.dealloc", "memref.copy", "memref.dim", "memref.subview",
+             "memref.get_global",
              "memref.cast", "memref.expand_shape", "memref.collapse_shape",
              "memref.reinterpret_cast", "memref.extract_strided_metadata", "affine.apply",
              "affine.min", "affine.max"}
 # Ops with no side effect that may sit between two nested bound loops.
-_PURE_OPS = _HOST_OPS - {"func.return", "memref.alloc", "memref.dealloc", "memref.copy"}
+_PURE_OPS = _HOST_OPS - {"func.return", "memref.alloc", "memref.dealloc", "memref.copy", "memref.get_global"}
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,8 @@ def _bounds(op: ir.Operation) -> list[_Dim]:
     return dims
 
 
-def _trip_counts(op: ir.Operation) -> list[int]:
+def trip_counts(op: ir.Operation) -> list[int]:
+    """Trip counts of a bound forall (static, or a partial tile's full count)."""
     return [d.count for d in _bounds(op)]
 
 
@@ -387,7 +389,7 @@ def merge_bound_loops(roots: list[ir.Operation]) -> list[Kernel]:
 
 def _sizes(op: ir.Operation, kind: str, limits: dict[str, int]) -> tuple[int, int, int]:
     size = {"x": 1, "y": 1, "z": 1}
-    for (_, dim), count in zip(_mapping(op), _trip_counts(op)):
+    for (_, dim), count in zip(_mapping(op), trip_counts(op)):
         if count > limits[dim]:
             raise BuildError(f"{_AXIS[kind]}.{dim} of loop {_loop_name(op)!r} has {count} iterations; CUDA "
                              f"allows at most {limits[dim]}")

@@ -8,10 +8,13 @@ Stages (names as shown by ``build(..., print_after_all=True)``):
 ``simplify``          canonicalize + CSE (the CPU stage)
 ``map-to-gpu``        checks, nested-forall merging, ``map_forall_to_blocks`` +
                       ``map_nested_forall_to_threads`` (:mod:`.gpu_mapping`)
-``device-memory``     host arrays copied to ``gpu.alloc`` buffers and back
+``device-memory``     host buffers -> ``gpu.alloc`` (arguments are device pointers)
 ``loops``/``vectors`` linalg/vector ops inside kernels to loops (the CPU stages)
+``fp-contract``       ``fastmath<contract>`` on kernel mulf/addf (FMAs, as nvcc)
 ``outline``           ``gpu-launch-sink-index-computations``, ``gpu-kernel-outlining``,
                       ``gpu-async-region`` (host gpu ops ordered on one stream)
+``drop-host-shared``  shared-memory globals removed from the host module (outlining
+                      copied them into the kernels' ``gpu.module``)
 ``common``            the common part of upstream ``gpu-lower-to-nvvm-pipeline``
                       (``nvvm-attach-target{chip, features, O}``)
 ``device``            ``gpu.module(convert-gpu-to-nvvm)``
@@ -35,11 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref
+from mlir.dialects import gpu
 
 from ..errors import BuildError
 from .abi import FuncSignature, public_functions
-from .gpu_mapping import drop_self_copies, find_kernels, map_kernels, merge_bound_loops, place_kernel_buffers
+from .gpu_mapping import (drop_self_copies, find_kernels, map_kernels, merge_bound_loops, place_kernel_buffers,
+                          trip_counts)
+from .gpu_shared import drop_host_shared_globals, promote_shared_copies
 from .pipeline import Stage, cpu_stages
 
 __all__ = ["CudaTarget", "ARCH_PTX_FEATURES", "parse_cuda_target", "cuda_toolkit", "cuda_stages",
@@ -122,6 +127,7 @@ def map_to_gpu(module: ir.Module) -> None:
     """Check the bound loop nests of every public function and map them to ``gpu.launch``."""
     drop_self_copies(module)
     kernels = merge_bound_loops(find_kernels(public_functions(module)))
+    promote_shared_copies(module, kernels, trip_counts)
     place_kernel_buffers(kernels)
     map_kernels(module, kernels)
 
@@ -131,20 +137,10 @@ def _is_identity(mtype: ir.MemRefType) -> bool:
     return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mtype.rank)
 
 
-def _dynamic_sizes(value: ir.Value) -> tuple[list[ir.Value], list[ir.Operation]]:
-    mtype = ir.MemRefType(value.type)
-    sizes, ops = [], []
-    for d in range(mtype.rank):
-        if mtype.is_dynamic_dim(d):
-            dim = memref.DimOp(value, arith.ConstantOp(ir.IndexType.get(), d))
-            sizes.append(dim.result)
-            ops.append(dim.operation)
-    return sizes, ops
-
-
 def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
     """Host ``memref.alloc`` -> ``gpu.alloc`` (``memref.dealloc`` dropped: all device buffers
-    are freed before the return); host ``memref.copy`` -> ``gpu.memcpy``."""
+    are freed before the return); host ``memref.copy`` -> ``gpu.memcpy``; a constant
+    (``memref.get_global``) is copied into a ``gpu.alloc`` buffer."""
     buffers = []
     for op in [o.operation for o in block.operations]:
         if op.name == "memref.alloc":
@@ -155,6 +151,16 @@ def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
                 new = gpu.AllocOp(mtype, None, [], list(op.operands), [])
             op.results[0].replace_all_uses_with(new.memref)
             op.erase()
+            buffers.append(new.memref)
+        elif op.name == "memref.get_global":  # a constant (bound weights): a device copy per call
+            mtype = ir.MemRefType(op.results[0].type)
+            if not _is_identity(mtype) or mtype.memory_space is not None or not mtype.has_static_shape:
+                raise BuildError(f"@{name}: constant {op.attributes['name']} of type {mtype} cannot be copied to "
+                                 "GPU memory")
+            with ir.InsertionPoint.after(op):
+                new = gpu.AllocOp(mtype, None, [], [], [])
+                copy = gpu.MemcpyOp(None, [], new.memref, op.results[0])
+            op.results[0].replace_all_uses_except(new.memref, copy.operation)
             buffers.append(new.memref)
         elif op.name == "memref.dealloc":
             op.erase()  # every device buffer is freed before the return
@@ -171,37 +177,44 @@ def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
 
 
 def device_buffers(module: ir.Module, signatures: Mapping[str, FuncSignature]) -> None:
-    """Host code of every public function works on device copies of its arguments.
+    """Host code of every public function works on device memory.
 
-    Each memref argument gets a ``gpu.alloc`` buffer filled by ``gpu.memcpy`` on entry;
-    outputs (of a memref-form function: the arguments it may write) are copied back before the
-    return; host buffers (``memref.alloc``) become ``gpu.alloc``; all are freed.
+    Its memref arguments are device pointers (the caller passes CUDA arrays, or copies
+    host arrays in and out: :mod:`.cuda_call`); host buffers (``memref.alloc``) become
+    ``gpu.alloc`` buffers, freed before the return; host copies become ``gpu.memcpy``.
     """
     for fn in public_functions(module):
         name = ir.StringAttr(fn.attributes["sym_name"]).value
-        sig = signatures[name]
+        if name not in signatures:
+            raise BuildError(f"internal: no signature for public function @{name}")
         block = fn.regions[0].blocks[0]
         ret = block.operations[len(block.operations) - 1].operation
         buffers = _host_buffers(block, name)
-        copy_back = [a.is_output for a in sig.args]
-        if not any(copy_back):
-            copy_back = [True] * len(sig.args)
-        device = []
-        first = block.operations[0].operation
-        for arg in list(block.arguments):
-            mtype = ir.MemRefType(arg.type)
-            with ir.InsertionPoint(first):
-                sizes, dim_ops = _dynamic_sizes(arg)
-                alloc = gpu.AllocOp(ir.MemRefType.get(mtype.shape, mtype.element_type), None, [], sizes, [])
-                copy = gpu.MemcpyOp(None, [], alloc.memref, arg)
-            arg.replace_all_uses_except(alloc.memref, [copy.operation, *dim_ops])
-            device.append(alloc.memref)
         with ir.InsertionPoint(ret):
-            for arg, dev, back in zip(block.arguments, device, copy_back):
-                if back:
-                    gpu.MemcpyOp(None, [], arg, dev)
-            for buf in device + buffers:
+            for buf in buffers:
                 gpu.DeallocOp(None, [], buf)
+
+
+_CONTRACTIBLE = ("arith.mulf", "arith.addf", "arith.subf")
+
+
+def contract_kernel_math(module: ir.Module) -> None:
+    """``#arith.fastmath<contract>`` on float multiply/add/sub inside the kernels, so that
+    the NVPTX backend fuses them into ``fma.rn`` (nvcc's default, ``--fmad=true``)."""
+    contract = ir.Attribute.parse("#arith.fastmath<contract>")
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "gpu.launch":
+            def inner(o: ir.Operation) -> ir.WalkResult:
+                if o.name in _CONTRACTIBLE:
+                    o.attributes["fastmath"] = contract
+                return ir.WalkResult.ADVANCE
+
+            op.walk(inner)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
 
 
 def _cpu_stage(name: str) -> Stage:
@@ -223,8 +236,10 @@ def cuda_stages(target: CudaTarget, signatures: Mapping[str, FuncSignature], *,
         Stage("device-memory", lambda module: device_buffers(module, signatures)),
         _cpu_stage("loops"),
         _cpu_stage("vectors"),
+        Stage("fp-contract", contract_kernel_math),
         Stage("outline", "canonicalize,cse,gpu-launch-sink-index-computations,gpu-kernel-outlining,"
                          "func.func(gpu-async-region)"),
+        Stage("drop-host-shared", drop_host_shared_globals),
         Stage("common", ",".join([
             "convert-nvgpu-to-nvvm", "convert-vector-to-scf", "convert-scf-to-cf", "convert-nvvm-to-llvm",
             "convert-func-to-llvm", "expand-strided-metadata",

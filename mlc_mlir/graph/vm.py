@@ -142,6 +142,11 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
     """
     if not isinstance(mod, Module):
         raise GraphError(f"graph.build expects an mlc.Module, got {type(mod).__name__}")
+    if str(target).split()[0] == "cuda":
+        from .cuda import build_graph_cuda
+
+        return build_graph_cuda(mod, target, opt_level=opt_level, op_map=op_map, llvm_opt_level=llvm_opt_level,
+                                print_after_all=print_after_all)
     if str(target).split()[0] not in ("llvm", "cpu"):
         raise GraphError(f"graph.build: unsupported target {target!r}; supported: 'llvm'")
     verify_graph(mod, check_env=True)
@@ -327,8 +332,10 @@ class VirtualMachine:
         if not isinstance(ex, Executable):
             raise GraphError(f"VirtualMachine expects the Executable of mlc.graph.build, got {type(ex).__name__}")
         device = device or cpu()
-        if not isinstance(device, Device) or device.kind != "cpu":
-            raise GraphError(f"VirtualMachine: graphs run on mlc.cpu() only, got {device!r}")
+        if not isinstance(device, Device) or device.kind not in ("cpu", "cuda"):
+            raise GraphError(f"VirtualMachine: graphs run on mlc.cpu() or mlc.cuda(i), got {device!r}")
+        if (device.kind == "cuda") != str(ex.rt.target).startswith("cuda"):
+            raise GraphError(f"VirtualMachine: the executable was built for {ex.rt.target!r}, not for {device}")
         self.executable = ex
         self.device = device
         self._funcs: dict[str, GraphFunction] = {}
@@ -338,6 +345,9 @@ class VirtualMachine:
             if name not in self.executable.signatures:
                 raise GraphError(f"the executable has no graph function {name!r}; it has "
                                  f"{self.executable.functions}")
-            self._funcs[name] = GraphFunction(self.executable, self.executable.signatures[name], self.device)
+            from .cuda import CudaGraphFunction
+
+            kind = CudaGraphFunction if self.device.kind == "cuda" else GraphFunction
+            self._funcs[name] = kind(self.executable, self.executable.signatures[name], self.device)
         return self._funcs[name]
 

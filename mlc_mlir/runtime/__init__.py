@@ -1,7 +1,8 @@
 """Runtime: devices, arrays, memref descriptors and the environment-function registry."""
 
 from .ndarray import Device, NDArray, array, as_numpy, cpu, cuda, empty
+from .cuda_device import CudaNDArray, from_dlpack
 from .registry import get_func, list_funcs, register_func
 
-__all__ = ["Device", "NDArray", "array", "as_numpy", "cpu", "cuda", "empty",
+__all__ = ["CudaNDArray", "Device", "NDArray", "from_dlpack", "array", "as_numpy", "cpu", "cuda", "empty",
            "get_func", "list_funcs", "register_func"]

@@ -99,11 +99,20 @@ class NDArray:
 
 
 def array(data: Any, device: Device | None = None) -> NDArray:
-    """Copy ``data`` (NumPy array, list, or anything with ``__dlpack__``) into a new NDArray.
+    """Copy ``data`` (NumPy array, list, or anything with ``__dlpack__``) into a new NDArray
+    (a :class:`~mlc_mlir.runtime.cuda_device.CudaNDArray` on ``mlc.cuda(i)``).
 
     Raises:
-        RuntimeError_: ``data`` is not array-like (ragged lists, objects) or too large.
+        RuntimeError_: ``data`` is not array-like (ragged lists, objects) or too large;
+            no CUDA device for ``mlc.cuda(i)``.
     """
+    if isinstance(device, Device) and device.kind == "cuda":
+        from .cuda_device import cuda_array, cuda_empty, from_dlpack, is_cuda_array
+
+        if is_cuda_array(data):  # device to device
+            src = from_dlpack(data)
+            return cuda_empty(src.shape, np.dtype(src.dtype), device).copyfrom(src)
+        return cuda_array(np.ascontiguousarray(as_numpy(data)), device)
     src = as_numpy(data)
     if src.dtype.hasobject:
         raise RuntimeError_(f"array: {type(data).__name__} is not numeric array data (dtype {src.dtype})")
@@ -134,6 +143,10 @@ def empty(shape: tuple[int, ...] | list[int], dtype: str = "float32", device: De
         raise RuntimeError_(f"empty: shape must be a sequence of non-negative ints, got {shape!r}") from None
     if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in dims):
         raise RuntimeError_(f"empty: shape must be non-negative ints, got {dims}")
+    if isinstance(device, Device) and device.kind == "cuda":
+        from .cuda_device import cuda_empty
+
+        return cuda_empty(tuple(int(d) for d in dims), np_dtype, device)
     try:
         data = np.empty(tuple(int(d) for d in dims), np_dtype)
     except (ValueError, MemoryError) as exc:
@@ -152,6 +165,11 @@ def as_numpy(value: Any) -> np.ndarray:
         return value._data
     if isinstance(value, np.ndarray):
         return value
+    from .cuda_device import is_cuda_array
+
+    if is_cuda_array(value):
+        raise RuntimeError_(f"a {type(value).__name__} on a CUDA device was given where host memory is "
+                            "needed: copy it to the host (.numpy() / .cpu()) or run a CUDA build")
     if hasattr(value, "__dlpack__"):
         try:
             return np.from_dlpack(value)

@@ -7,7 +7,22 @@ other primitives schedule like any block (``compute_at(A_reg, k)``). Emission: a
 ``nofold`` ``transform.structured.pad`` of the operand, rewritten into an allocation and a
 ``linalg.copy`` (``rewrite_in_destination_passing_style``); for ``cache_write`` the pad's
 ``copy_back_op`` is the write-back copy and the init fill moves onto the new buffer. The
-scope is an attribute only (no memref memory space), so the program builds for the CPU.
+scope is an attribute only (no memref memory space), so the program builds for the CPU;
+the CUDA build turns ``"shared"`` copies into workgroup memory fetched by the whole
+thread block (:mod:`mlc_mlir.build.gpu_shared`) and keeps ``"local"`` tiles per thread.
+
+Cooperative fetching (course ch.6)::
+
+    A_shared = sch.cache_read(block_C, 0, "shared")
+    sch.compute_at(A_shared, k0)
+    inner = sch.fuse(*sch.get_loops(A_shared)[-2:])
+    _, tx, vec = sch.split(inner, [None, nthread, 4])
+    sch.vectorize(vec)
+    sch.bind(tx, "threadIdx.x")
+
+The split of a shared copy's fused loop records the distribution (the copy's loops leave
+the loop nest: the build spreads the block-wide tile over all threads of the block, and
+``vectorize`` makes each thread fetch ``vec`` consecutive elements).
 A copy moved under a loop writes a buffer of the tile's shape (:mod:`.buffers`): with
 ``compute_at`` a ``"local"`` cache of B is a packed, contiguous tile.
 """
@@ -18,7 +33,8 @@ import dataclasses
 
 from ..errors import ScheduleError
 from .payload import BlockInfo, Source
-from .trace import BlockRV
+from .state import Loop
+from .trace import BlockRV, LoopRV
 
 __all__ = ["CachePrimitives"]
 
@@ -35,9 +51,48 @@ def _copy_info(name: str, func: str, order: float, shape: tuple, src: Source, ds
 class CachePrimitives:
     """cache_read and cache_write."""
 
+    def _split_shared_copy(self, fstate, block, uid: int, vals: list, loop, factors) -> list[LoopRV]:
+        """``split`` of the fused loop of a ``"shared"`` copy: cooperative fetching."""
+        old = fstate.loops[uid]
+        if block.path[-1] != uid or len(fstate.owners(uid)) != 1:
+            raise ScheduleError(f"split: loop {old.name} of shared copy {block.name!r} must be its innermost own "
+                                "loop (fuse the copy's loops after compute_at, then split)")
+        if not 2 <= len(vals) <= 3 or vals.count(None) > 1:
+            raise ScheduleError(f"split: a shared copy's fused loop splits into [None, threads] or "
+                                f"[None, threads, vector], got {list(vals)}")
+        if any(v is not None and v < 1 for v in vals):
+            raise ScheduleError(f"split: factors must be positive, got {list(vals)}")
+        block.path.pop()
+        del fstate.loops[uid]
+        new = []
+        for n in range(len(vals)):
+            nid = self._new_uid()
+            fstate.loops[nid] = Loop(nid, f"{old.name}_{n}", {block.name: ()})
+            new.append(nid)
+        coop = fstate.__dict__.setdefault("coop", {})
+        coop[block.name] = {"loops": new, "factors": list(vals), "vector": 1}
+        rvs = [self._loop_rv(fstate, n) for n in new]
+        self._record("split", [("loop", loop), ("factors", list(factors))], tuple(rvs))
+        return rvs
+
+    def _vectorize_shared_copy(self, fstate, uid: int) -> bool:
+        """``vectorize`` of the innermost split of a cooperative fetch; False for other loops."""
+        for name, cfg in fstate.__dict__.get("coop", {}).items():
+            if uid in cfg["loops"]:
+                if uid != cfg["loops"][-1] or len(cfg["loops"]) != 3:
+                    raise ScheduleError(f"vectorize: only the innermost of [None, threads, vector] of shared "
+                                        f"copy {name!r} can be vectorized")
+                lp = fstate.loops[uid]
+                if lp.kind != "serial":
+                    raise ScheduleError(f"vectorize: loop {lp.name} is already {lp.kind}")
+                lp.kind = "vectorized"
+                cfg["vector"] = int(cfg["factors"][-1] or 1)
+                return True
+        return False
+
     def _cache_checks(self, block, index: int, scope: str, what: str):
         fstate, bstate = self._resolve_block(block, what)
-        limit = bstate.info.n_inputs if what == "cache_read" else 1
+        limit = len(_read_tensors(bstate.info, fstate)) if what == "cache_read" else 1
         if not isinstance(index, int) or not 0 <= index < limit:
             raise ScheduleError(f"{what}: buffer index {index!r} out of range for block {bstate.name!r} "
                                 f"({limit} buffer(s))")
@@ -48,7 +103,12 @@ class CachePrimitives:
         return fstate, bstate
 
     def cache_read(self, block: BlockRV, read_buffer_index: int, storage_scope: str) -> BlockRV:
-        """Read input ``read_buffer_index`` of ``block`` through a copy in ``storage_scope``.
+        """Read input tensor ``read_buffer_index`` of ``block`` through a copy in ``storage_scope``.
+
+        The index counts the block's distinct input tensors (TVM's read buffers), not its
+        operands. The copy block caches the tensor's first operand; in the CUDA build a
+        ``"shared"`` cache also serves the block's other reads of that tensor (the window
+        sum's ``A[i+1]``, ``A[i+2]``: one shared buffer of the block's 130 elements).
 
         Preconditions: a static-shaped input; a scope string. Returns the copy block,
         named ``<buffer>_<scope>`` (``A_shared``, ``A_global.A_reg``), with loops ``ax0...``.
@@ -69,19 +129,20 @@ class CachePrimitives:
         with self._edit():
             fstate, bstate = self._cache_checks(block, read_buffer_index, storage_scope, "cache_read")
             info = bstate.info
-            shape = info.shapes[read_buffer_index]
+            operand = _read_tensors(info, fstate)[read_buffer_index]
+            shape = info.shapes[operand]
             if None in shape:
                 raise ScheduleError("cache_read: the input has a dynamic shape; only static shapes are cached")
-            src = info.sources[read_buffer_index]
+            src = info.sources[operand]
             name = f"{src.name}_{storage_scope}"
             _check_new_name(fstate, name, "cache_read")
             copy = _copy_info(name, fstate.func, info.order - 0.5 / (1 + len(fstate.caches)), shape, src,
                               Source("value", "alloc"), info.element_type)
             sources = list(info.sources)
-            sources[read_buffer_index] = Source("block", name)
+            sources[operand] = Source("block", name)
             bstate.info = dataclasses.replace(info, sources=tuple(sources))
             fstate.add_block(copy, self._new_uid).cache_scope = storage_scope
-            fstate.caches.append(("read", bstate.name, read_buffer_index, name, storage_scope))
+            fstate.caches.append(("read", bstate.name, operand, name, storage_scope))
             rv = BlockRV(name, fstate.func)
             self._record("cache_read", [("block", block), ("read_buffer_index", read_buffer_index),
                                         ("storage_scope", storage_scope)], (rv,))
@@ -123,6 +184,24 @@ class CachePrimitives:
             self._record("cache_write", [("block", block), ("write_buffer_index", write_buffer_index),
                                          ("storage_scope", storage_scope)], (rv,))
         return rv
+
+
+def _read_tensors(info: BlockInfo, fstate) -> list[int]:
+    """The first operand reading each distinct input tensor of a block, in operand order:
+    ``read_buffer_index`` counts tensors, as in TVM (the window sum ``A[i] + A[i+1] +
+    A[i+2]`` reads one tensor through three operands; a read cache stands for its tensor)."""
+    seen: list[tuple[str, str]] = []
+    firsts: list[int] = []
+    for i, src in enumerate(info.sources[:info.n_inputs]):
+        while src.kind == "block" and src.name in fstate.blocks and fstate.blocks[src.name].cache_scope is not None \
+                and fstate.blocks[src.name].info.op_name == "linalg.copy" and any(
+                    c[0] == "read" and c[3] == src.name for c in fstate.caches):
+            src = fstate.blocks[src.name].info.sources[0]
+        key = (src.kind, src.name) if src.kind in ("arg", "block") else ("operand", str(i))
+        if key not in seen:
+            seen.append(key)
+            firsts.append(i)
+    return firsts
 
 
 def _check_new_name(fstate, name: str, what: str) -> None:

@@ -39,6 +39,21 @@ __all__ = ["Knob", "build_script"]
 
 MLC_LOOP = "mlc.loop"
 GPU_MAPPING = {"blockIdx": "#gpu.block<{}>", "threadIdx": "#gpu.thread<{}>"}
+_AXES_BELOW = {"x": "xyz", "y": "yz", "z": "z"}
+
+
+def gpu_mapping(thread: str, ndims: int) -> ir.ArrayAttr:
+    """The mapping of a loop bound to ``thread`` that iterates ``ndims`` dims (after
+    ``fuse``): the innermost dim on ``thread``'s axis, outer ones on the next axes, so the
+    linear thread (block) index is TVM's fused index: ``fuse(i1, j1)`` bound to
+    ``threadIdx.x`` (8x8) maps ``j1`` to x and ``i1`` to y (``tid = i1 * 8 + j1``)."""
+    kind, dim = thread.split(".")
+    axes = _AXES_BELOW[dim]
+    if ndims > len(axes):
+        raise ScheduleError(f"bind: a loop fused from {ndims} dims cannot be bound to {thread} (only "
+                            f"{len(axes)} GPU axes from {dim} up)")
+    names = list(reversed(axes[:ndims]))
+    return ir.ArrayAttr.get([ir.Attribute.parse(GPU_MAPPING[kind].format(a)) for a in names])
 
 
 @dataclass(frozen=True)
@@ -172,6 +187,11 @@ class _FuncEmitter:
                 structured.RewriteInDestinationPassingStyleOp(self.any, producer)
         self._annotate(copy, "mlc.block", name)
         self._annotate(copy, "mlc.scope", scope)
+        vector = self.state.__dict__.get("coop", {}).get(name, {}).get("vector", 1)
+        if vector > 1:  # cooperative fetch with vectors (read by the cuda build)
+            param = transform.ParamConstantOp(transform.AnyParamType.get(),
+                                              ir.IntegerAttr.get(ir.IntegerType.get_signless(64), vector)).param
+            transform.AnnotateOp(copy, "mlc.vector", param=param)
         self.block_h[name] = copy
 
     def _emit_block(self, block: BlockState) -> None:
@@ -201,6 +221,10 @@ class _FuncEmitter:
                 handle = op.transformed
                 self.loop_h[path[i]] = list(op.loops)[0]
                 self.loop_names[path[i]] = loop.name
+                if loop.kind == "bound":  # structured.fuse makes foralls without a mapping
+                    mapping = gpu_mapping(loop.thread, len(loop.parts[block.name]))
+                    param = transform.ParamConstantOp(transform.AnyParamType.get(), mapping).param
+                    transform.AnnotateOp(self.loop_h[path[i]], "mapping", param=param)
             start = level
         end = len(path) - st.implicit_suffix(block)
         self.emitted.add(block.name)
@@ -227,8 +251,7 @@ class _FuncEmitter:
         if loop.kind in ("parallel", "bound"):
             mapping = None
             if loop.kind == "bound":
-                axis, dim = loop.thread.split(".")
-                mapping = ir.ArrayAttr.get([ir.Attribute.parse(GPU_MAPPING[axis].format(dim))])
+                mapping = gpu_mapping(loop.thread, len(loop.parts[block.name]))
             op = structured.TileUsingForallOp(handle, tile_sizes=sizes, mapping=mapping)
             self.loop_h[loop.uid] = op.forall_op
         else:

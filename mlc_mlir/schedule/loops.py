@@ -76,6 +76,8 @@ class LoopPrimitives:
             old = fstate.loops[uid]
             parts = old.parts[block.name]
             if len(parts) != 1:
+                if block.cache_scope == "shared":  # cooperative fetching (course ch.6)
+                    return self._split_shared_copy(fstate, block, uid, vals, loop, factors)
                 raise ScheduleError(f"split: loop {old.name} is a fusion of several dims; splitting it is not "
                                     "supported")
             dim, extent = parts[0]
@@ -258,6 +260,9 @@ class LoopPrimitives:
         """
         with self._edit():
             fstate, uid = self._resolve_loop(loop, "vectorize")
+            if self._vectorize_shared_copy(fstate, uid):
+                self._record("vectorize", [("loop", loop)])
+                return
             block = fstate.block_of_loop(uid, "vectorize")
             lp = fstate.loops[uid]
             if block.path[-1] != uid:

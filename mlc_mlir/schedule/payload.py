@@ -115,6 +115,10 @@ def _source(value: ir.Value, arg_names: dict[int, str]) -> Source:
         return Source("arg", arg_names.get(idx, f"arg{idx}"), idx)
     op = owner.operation if hasattr(owner, "operation") else owner
     attrs = op.attributes
+    if op.name == "tensor.extract_slice" and isinstance(op.operands[0].owner, ir.Block):
+        arg = _source(op.operands[0], arg_names)  # a window of an argument reads that tensor
+        if arg.kind == "arg":
+            return arg
     if "mlc.block" in attrs:
         return Source("block", ir.StringAttr(attrs["mlc.block"]).value)
     if "mlc.block_init" in attrs:

@@ -40,8 +40,9 @@ def test_vector_add_launch_structure(vadd_rt):
     assert "scf.forall" not in mapped
     assert "gpu.launch blocks" in mapped and "gpu.block_id  x" in mapped and "gpu.thread_id  x" in mapped
     host = vadd_rt.get_source("llvm-dialect")
-    for call in ("mgpuMemAlloc", "mgpuMemcpy", "mgpuMemFree", "mgpuStreamSynchronize"):
-        assert f"llvm.call @{call}" in host
+    assert "llvm.call @mgpuStreamSynchronize" in host
+    for call in ("mgpuMemAlloc", "mgpuMemcpy"):  # the arguments are device pointers: no copies
+        assert f"llvm.call @{call}" not in host
     assert "gpu.launch_func" in host and "gpu.binary @main_kernel" in host
     llvm_ir = vadd_rt.get_source("llvm")
     # grid (8, 1, 1), block (128, 1, 1): the bound loops' trip counts
@@ -52,7 +53,7 @@ def test_vector_add_launch_structure(vadd_rt):
 def test_matmul_blocking_ptx(matmul_rt):
     ptx = matmul_rt.get_source("ptx")
     assert _entries(ptx) == ["main_kernel"]
-    assert ".target sm_90" in ptx and "ld.global" in ptx and "mul.rn.f32" in ptx and "add.rn.f32" in ptx
+    assert ".target sm_90" in ptx and "ld.global" in ptx and "fma.rn.f32" in ptx  # mulf+addf contracted
     assert ".maxntid 8, 8, 1" in ptx
     assert "%ctaid.y" in ptx and "%tid.y" in ptx
     # The 8x8 local accumulator lives in registers: no local-memory traffic.
@@ -235,7 +236,7 @@ def test_memref_form_with_a_transform_script():
     rt = mlc.build(mod, target="cuda -arch=sm_90")
     outlined = rt.get_source("gpu-outlined")
     assert "blocks in (%c8, %c8, %c1) threads in (%c16, %c16, %c1)" in outlined
-    assert outlined.count("gpu.memcpy async") == 4  # memref form: 3 copies in, the written C copied back
+    assert "gpu.memcpy" not in outlined  # the arguments are device pointers
     ptx = rt.get_source("ptx")
     assert ".maxntid 16, 16, 1" in ptx and "bar.sync" in ptx
 

@@ -1,157 +1,186 @@
-"""The CUDA build's host code, run everywhere against a mock of the CUDA runtime wrappers.
+"""The CUDA runtime path, run everywhere against a fake of NVIDIA's driver binding.
 
-The generated host function is JIT-compiled without ``libmlir_cuda_runtime.so``; its
-``mgpu*`` symbols are bound to Python callbacks that keep "device" buffers in host memory
-and emulate the vector-add kernel from its launch arguments (memref descriptors). This
-checks, without a GPU, that the host code loads the kernel binary, allocates and fills
-device buffers, launches with the bound grid/block sizes, copies outputs back and frees
-everything.
+The generated host code is JIT-compiled and its ``mgpu*`` calls go through
+:class:`mlc_mlir.runtime.mgpu.KernelRuntime` to :class:`_fake_cuda.FakeDriver`, whose
+"device" memory is host memory and which plays the vector-add kernel from its launch
+arguments (the flattened memref descriptors). This checks, without a GPU, that device
+arrays are passed without copies, host arrays are copied in and out, launches use the
+bound grid/block sizes, intermediates are freed, driver errors raise, and host/device
+mixups are refused. No kernel code runs here: that needs a GPU (test_cuda_run.py).
 """
-
-import ctypes
 
 import numpy as np
 import pytest
 from _cuda_util import vector_add
-from mlir import ir
+from _fake_cuda import FakeDriver, kernel_words
 
 import mlc_mlir as mlc
-from mlc_mlir.build.cuda import CudaModule, jit_host
-from mlc_mlir.build.pipeline import mlir_lib
-from mlc_mlir.context import mlc_context
-
-P = ctypes.c_void_p
-I64 = ctypes.c_int64
+from mlc_mlir import te
+from mlc_mlir.runtime.cuda_device import CudaError, use_driver
 
 
-class MockCuda:
-    """``mgpu*`` entry points over host memory; records what the host code asked for."""
-
-    def __init__(self):
-        self.buffers: dict[int, ctypes.Array] = {}
-        self.filled_from: dict[int, int] = {}  # device address -> host address copied in
-        self.copied_back: dict[int, int] = {}  # host address -> device address copied out
-        self.launches: list[tuple[str, tuple[int, ...]]] = []
-        self.binaries: list[bytes] = []
-        self.functions: dict[int, str] = {}
-        self.events: list[str] = []
-        self.errors: list[str] = []
-        self.roles: dict[int, str] = {}  # host address of an argument -> its name
-        self.callbacks = self._make_callbacks()
-
-    def _make_callbacks(self) -> dict[str, ctypes._CFuncPtr]:
-        return {
-            "mgpuModuleLoad": ctypes.CFUNCTYPE(P, P, ctypes.c_uint64)(self.module_load),
-            "mgpuModuleLoadJIT": ctypes.CFUNCTYPE(P, P, ctypes.c_int, ctypes.c_uint64)(
-                lambda data, opt, size: self.module_load(data, size)),
-            "mgpuModuleUnload": ctypes.CFUNCTYPE(None, P)(lambda m: self.events.append("unload")),
-            "mgpuModuleGetFunction": ctypes.CFUNCTYPE(P, P, ctypes.c_char_p)(self.get_function),
-            "mgpuStreamCreate": ctypes.CFUNCTYPE(P)(lambda: self._event("stream", 0x5000)),
-            "mgpuStreamSynchronize": ctypes.CFUNCTYPE(None, P)(lambda s: self._event("sync")),
-            "mgpuStreamDestroy": ctypes.CFUNCTYPE(None, P)(lambda s: self._event("destroy")),
-            "mgpuMemAlloc": ctypes.CFUNCTYPE(P, ctypes.c_uint64, P, ctypes.c_int8)(self.alloc),
-            "mgpuMemFree": ctypes.CFUNCTYPE(None, P, P)(self.free),
-            "mgpuMemcpy": ctypes.CFUNCTYPE(None, P, P, ctypes.c_uint64, P)(self.memcpy),
-            "mgpuLaunchKernel": ctypes.CFUNCTYPE(None, P, I64, I64, I64, I64, I64, I64, ctypes.c_int32, P,
-                                                 ctypes.POINTER(P), P, ctypes.c_uint64)(self.launch),
-        }
-
-    def _event(self, name: str, result: int | None = None):
-        self.events.append(name)
-        return result
-
-    def module_load(self, data, size):
-        self.binaries.append(ctypes.string_at(data, size))
-        return 0x1000
-
-    def get_function(self, module, name):
-        self.functions[0x2000 + len(self.functions)] = name.decode()
-        return 0x2000 + len(self.functions) - 1
-
-    def alloc(self, size, stream, shared):
-        buf = (ctypes.c_char * max(size, 1))()
-        self.buffers[ctypes.addressof(buf)] = buf
-        return ctypes.addressof(buf)
-
-    def free(self, ptr, stream):
-        if self.buffers.pop(ptr, None) is None:
-            self.errors.append(f"free of unknown pointer {ptr:#x}")
-
-    def memcpy(self, dst, src, size, stream):
-        if dst in self.buffers:
-            self.filled_from[dst] = src
-        elif src in self.buffers:
-            self.copied_back[dst] = src
-        else:
-            self.errors.append("memcpy between two host pointers")
-        ctypes.memmove(dst, src, size)
-
-    def launch(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra, count):
-        try:
-            self.launches.append((self.functions[fn], (gx, gy, gz, bx, by, bz), count))
-            values = [ctypes.cast(params[i], ctypes.POINTER(ctypes.c_uint64))[0] for i in range(count)]
-            self.emulate_vector_add(values)
-        except Exception as exc:  # noqa: BLE001 - reported by the test, not swallowed by ctypes
-            self.errors.append(repr(exc))
-
-    def emulate_vector_add(self, values: list[int]) -> None:
-        """``C = A + B`` on the device buffers the host code filled from the arrays in ``roles``."""
-        views = {}
-        for i in range(0, len(values), 5):  # rank-1 descriptors: allocated, aligned, offset, size, stride
-            _, aligned, offset, size, stride = values[i:i + 5]
-            if aligned not in self.buffers or stride != 1:
-                raise AssertionError(f"kernel argument {aligned:#x} is not a device buffer")
-            role = self.roles[self.filled_from[aligned]]
-            views[role] = np.frombuffer(self.buffers[aligned], np.float32, count=size, offset=offset * 4)
-        views["C"][:] = views["A"] + views["B"]
+def _vector_add_kernel(drv, params):
+    words = kernel_words(params, 15)  # 3 rank-1 memrefs: allocated, aligned, offset, size, stride
+    views = []
+    for i in range(0, 15, 5):
+        _, aligned, offset, size, stride = words[i:i + 5]
+        assert aligned in drv.buffers and stride == 1, "kernel argument is not device memory"
+        views.append(np.frombuffer(drv.buffers[aligned], np.float32, count=size, offset=offset * 4))
+    views[2][:] = views[0] + views[1]
 
 
 @pytest.fixture
-def mock_rt():
-    rt = mlc.build(vector_add(1024, 128).mod, target="cuda")
-    mock = MockCuda()
-    with mlc_context():
-        lowered = ir.Module.parse(rt.get_source("llvm-dialect"))
-    engine = jit_host(lowered, opt_level=2, shared_libs=[mlir_lib("libmlir_c_runner_utils.so")])
-    for name, cb in mock.callbacks.items():
-        engine.raw_register_runtime(name, ctypes.cast(cb, P))
-    engine.initialize()
-    mocked = CudaModule(engine=engine, signatures=rt.signatures, lowered=lowered, source=rt.get_source("mlir"),
-                        cuda=rt.cuda, snapshots={}, unavailable=None)
-    yield mocked, mock, rt
-    del mocked, engine  # runs the module destructor while the callbacks are alive
+def fake():
+    drv = FakeDriver()
+    drv.emulators["main_kernel"] = _vector_add_kernel
+    with use_driver(drv):
+        yield drv
 
 
-def test_host_code_loads_the_kernel_binary(mock_rt):
-    _, mock, rt = mock_rt
-    assert len(mock.binaries) == 1
-    if rt.cuda.format == "bin":
-        assert mock.binaries[0][:4] == b"\x7fELF"  # a cubin
+@pytest.fixture
+def vadd(fake):
+    return mlc.build(vector_add(1024, 128).mod, target="cuda")
+
+
+def test_module_load_gets_the_kernel_binary(vadd, fake):
+    assert len(fake.images) == 1
+    if vadd.cuda.format == "bin":
+        assert fake.images[0][:4] == b"\x7fELF"  # a cubin
     else:
-        assert b".entry" in mock.binaries[0]  # PTX, JIT-compiled by the driver
+        assert b".entry" in fake.images[0]  # PTX, compiled by the driver
 
 
-def test_host_code_copies_launches_and_frees(mock_rt, rng):
-    mocked, mock, _ = mock_rt
+def test_device_arrays_run_in_place(vadd, fake, rng):
+    a, b = rng.random(1024, dtype=np.float32), rng.random(1024, dtype=np.float32)
+    A, B = mlc.runtime.array(a, device=mlc.cuda(0)), mlc.runtime.array(b, device=mlc.cuda(0))
+    C = mlc.runtime.empty((1024,), "float32", mlc.cuda(0))
+    assert isinstance(C, mlc.runtime.cuda_device.CudaNDArray) and C.device == mlc.cuda(0)
+    before = fake.calls.count("cuMemAllocAsync") + fake.calls.count("cuMemcpyAsync")
+    vadd["main"](A, B, C)
+    assert fake.launches == [("main_kernel", (8, 1, 1, 128, 1, 1), 0)]
+    assert fake.calls.count("cuMemAllocAsync") + fake.calls.count("cuMemcpyAsync") == before  # no copies
+    np.testing.assert_array_equal(C.numpy(), a + b)
+    assert fake.calls[-1] == "cuStreamSynchronize"
+
+
+def test_host_arrays_are_copied_in_and_out(vadd, fake, rng):
     a, b = rng.random(1024, dtype=np.float32), rng.random(1024, dtype=np.float32)
     c = np.zeros(1024, np.float32)
-    mock.roles = {a.ctypes.data: "A", b.ctypes.data: "B", c.ctypes.data: "C"}
-    mocked["main"](a, b, c)
-    assert not mock.errors, mock.errors
-    assert [(name, dims) for name, dims, _ in mock.launches] == [("main_kernel", (8, 1, 1, 128, 1, 1))]
-    assert sorted(mock.filled_from.values()) == sorted(mock.roles)
-    assert list(mock.copied_back) == [c.ctypes.data]
-    np.testing.assert_array_equal(c, a + b)  # in, "kernel", out
-    assert mock.buffers == {}, "device buffers leaked"
-    assert mock.events[-2:] == ["sync", "destroy"]
+    vadd["main"](a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+    assert fake.calls.count("cuMemcpyHtoDAsync") == 3 and fake.calls.count("cuMemcpyDtoHAsync") == 1
 
 
-def test_every_call_gets_fresh_buffers(mock_rt, rng):
-    mocked, mock, _ = mock_rt
-    for _ in range(3):
-        a, b = rng.random(1024, dtype=np.float32), rng.random(1024, dtype=np.float32)
-        c = np.zeros(1024, np.float32)
-        mock.roles = {a.ctypes.data: "A", b.ctypes.data: "B", c.ctypes.data: "C"}
-        mocked["main"](a, b, c)
-        np.testing.assert_array_equal(c, a + b)
-    assert not mock.errors and mock.buffers == {} and len(mock.launches) == 3
+def test_copyfrom_and_numpy(fake, rng):
+    x = rng.random((4, 5), dtype=np.float32)
+    arr = mlc.runtime.empty((4, 5), "float32", mlc.cuda(0))
+    arr.copyfrom(x)
+    np.testing.assert_array_equal(arr.numpy(), x)
+    other = mlc.runtime.empty((4, 5), "float32", mlc.cuda(0)).copyfrom(arr)  # device to device
+    np.testing.assert_array_equal(other.numpy(), x)
+    with pytest.raises(mlc.RuntimeError_, match="shape"):
+        arr.copyfrom(np.zeros(3, np.float32))
+    with pytest.raises(mlc.RuntimeError_, match=r"\.numpy\(\)"):
+        np.asarray(arr)
+    clone = mlc.runtime.array(_Producer(arr), device=mlc.cuda(0))  # a CUDA source: device to device
+    assert clone.data_ptr != arr.data_ptr
+    np.testing.assert_array_equal(clone.numpy(), x)
+
+
+def test_device_arrays_are_freed(fake, rng):
+    arr = mlc.runtime.array(rng.random(16, dtype=np.float32), device=mlc.cuda(0))
+    ptr = arr.data_ptr
+    assert ptr in fake.buffers
+    del arr
+    assert ptr not in fake.buffers
+
+
+def test_dlpack_round_trip_shares_memory(fake, rng):
+    x = rng.random((3, 4), dtype=np.float32)
+    arr = mlc.runtime.array(x, device=mlc.cuda(0))
+    assert arr.__dlpack_device__() == (2, 0)
+    view = mlc.runtime.cuda_device.from_dlpack(_Producer(arr))
+    assert view.data_ptr == arr.data_ptr and view.shape == (3, 4) and view.dtype == "float32"
+    np.testing.assert_array_equal(view.numpy(), x)
+
+
+class _Producer:
+    """A kDLCUDA DLPack producer (what a torch.cuda tensor looks like to the runtime)."""
+
+    def __init__(self, arr):
+        self._arr = arr
+
+    def __dlpack__(self, stream=None):
+        return self._arr.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self._arr.__dlpack_device__()
+
+
+def test_host_device_mixup_is_refused(vadd, fake):
+    A = mlc.runtime.array(np.zeros(1024, np.float32), device=mlc.cuda(0))
+    with pytest.raises(mlc.ArgumentError, match=r"argument 1 \(B\) is host memory"):
+        vadd["main"](A, np.zeros(1024, np.float32), A)
+    with pytest.raises(mlc.ArgumentError, match="expected shape"):
+        vadd["main"](A, A, mlc.runtime.empty((5,), "float32", mlc.cuda(0)))
+    with pytest.raises(mlc.ArgumentError, match="overlaps"):
+        vadd["main"](A, mlc.runtime.empty((1024,), "float32", mlc.cuda(0)), A)
+    cpu_rt = mlc.build(vector_add(1024, 128).mod, target="llvm")
+    with pytest.raises(mlc.MlcError, match="CUDA device"):
+        cpu_rt["main"](A, A, A)
+
+
+def test_driver_errors_raise(vadd, fake):
+    A = mlc.runtime.array(np.zeros(1024, np.float32), device=mlc.cuda(0))
+    B, C = mlc.runtime.empty((1024,), "float32", mlc.cuda(0)), mlc.runtime.empty((1024,), "float32", mlc.cuda(0))
+    fake.fail["cuLaunchKernel"] = fake.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    with pytest.raises(CudaError, match="cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"):
+        vadd["main"](A, B, C)
+    del fake.fail["cuLaunchKernel"]
+    vadd["main"](A, B, C)  # the runtime recovers
+    fake.fail["cuMemAlloc"] = fake.CUresult.CUDA_ERROR_OUT_OF_MEMORY
+    with pytest.raises(CudaError, match="OUT_OF_MEMORY"):
+        mlc.runtime.empty((8,), "float32", mlc.cuda(0))
+
+
+def test_intermediate_buffers_live_on_the_device(fake, rng):
+    A = te.placeholder((1024,), "float32", name="A")
+    B = te.compute((1024,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((1024,), lambda i: B[i] + 1.0, name="C")
+    sch = mlc.Schedule(te.create_prim_func([A, C], name="two"))
+    for block in ("B", "C"):
+        (i,) = sch.get_loops(sch.get_block(block))
+        i0, i1 = sch.split(i, factors=[None, 256])
+        sch.bind(i0, "blockIdx.x")
+        sch.bind(i1, "threadIdx.x")
+    rt = mlc.build(sch.mod, target="cuda")
+    A_dev = mlc.runtime.array(rng.random(1024, dtype=np.float32), device=mlc.cuda(0))
+    C_dev = mlc.runtime.empty((1024,), "float32", mlc.cuda(0))
+    live = set(fake.buffers)
+    rt["two"](A_dev, C_dev)
+    assert [name for name, _, _ in fake.launches] == ["two_kernel"] * 2
+    assert fake.calls.count("cuMemAllocAsync") == 1 and fake.calls.count("cuMemFreeAsync") == 1
+    assert set(fake.buffers) == live, "the intermediate B leaked"
+
+
+def test_time_evaluator_uses_events(vadd, fake):
+    A = mlc.runtime.array(np.zeros(1024, np.float32), device=mlc.cuda(0))
+    B, C = mlc.runtime.empty((1024,), "float32", mlc.cuda(0)), mlc.runtime.empty((1024,), "float32", mlc.cuda(0))
+    n0 = len(fake.launches)
+    result = vadd.time_evaluator("main", mlc.cuda(0), number=4, repeat=2)(A, B, C)
+    assert len(fake.launches) - n0 == 1 + 8  # warm-up + number * repeat
+    assert fake.calls.count("cuEventRecord") == 4 and fake.calls.count("cuEventElapsedTime") == 2
+    assert result.mean > 0 and len(result.results) == 2
+    # no synchronization between the timed launches
+    timed = fake.calls[fake.calls.index("cuEventRecord"):]
+    assert "cuStreamSynchronize" not in timed
+
+
+def test_no_driver_message(monkeypatch):
+    class Broken:
+        def cuInit(self, flags):
+            raise OSError("libcuda.so.1: cannot open shared object file")
+
+    with use_driver(Broken()):
+        with pytest.raises(mlc.runtime.cuda_device.CudaUnavailable, match="no CUDA driver"):
+            mlc.runtime.array(np.zeros(3, np.float32), device=mlc.cuda(0))
