@@ -47,7 +47,7 @@ def test_tune_tir_course_flow(tmp_path):
 
 def test_misbehaving_candidates_cost_one_record_each(tmp_path):
     mod = matmul()
-    backend = mlc.tune.LocalBackend(num_workers=2, core_sets=[(0,)], build_timeout=10, run_timeout=10)
+    backend = mlc.tune.LocalBackend(num_workers=2, core_sets=[(0,)], build_timeout=6, run_timeout=6)
     with backend:
         db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=5, num_trials_per_iter=5,
                                space=mlc.tune.ScheduleFn(stochastic_schedule_mm), work_dir=tmp_path, seed=0,
