@@ -1,5 +1,6 @@
 # lit configuration: `lit tests/lit` (make test runs it).
-# RUN lines use %PYTHON, mlc-opt and filecheck (all from the project's virtual environment).
+# RUN lines use %PYTHON, mlc-opt and filecheck: the interpreter running lit and the console
+# scripts installed beside it. mlc_mlir is the installed package, never the checkout.
 import os
 import sys
 
@@ -16,9 +17,10 @@ python = sys.executable
 bindir = os.path.dirname(python)
 config.substitutions.append(("%PYTHON", python))
 config.substitutions.append(("%ROOT", root))
-# `mlc-opt` and `filecheck` resolve through PATH: the venv's console scripts, then tools/.
-config.environment["PATH"] = os.pathsep.join([bindir, os.path.join(root, "tools"), os.environ.get("PATH", "")])
-config.environment["PYTHONPATH"] = os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])
-for var in ("HOME", "TMPDIR", "MLC_OPENMP_LIB"):
+# `mlc-opt` and `filecheck` resolve through PATH to the venv's console scripts.
+config.environment["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
+# Only the shared test helpers (tests/python/_*_util.py); they import the installed mlc_mlir.
+config.environment["PYTHONPATH"] = os.path.join(root, "tests", "python")
+for var in ("HOME", "TMPDIR", "MLC_OPENMP_LIB", "MLC_CUDA_TOOLKIT", "MLC_DIALECTS_DIR", "MLC_LOG"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

@@ -82,6 +82,74 @@ irdl.dialect @mlc {
     irdl.operands(x: %x_t)
     irdl.results(res: %res_t)
   }
+  // ---- neural-network ops (NCHW data, OIHW kernels; no padding) ----------------------
+  // conv2d(x, w) {strides, dilation = array<i64: h, w>}.
+  irdl.operation @conv2d {
+    %x_t = irdl.base "!builtin.tensor"
+    %w_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    %strides = irdl.base "#builtin.dense_array"
+    %dilation = irdl.base "#builtin.dense_array"
+    irdl.attributes { "strides" = %strides, "dilation" = %dilation }
+    irdl.operands(x: %x_t, w: %w_t)
+    irdl.results(res: %res_t)
+  }
+  // max_pool2d(x) {pool_size, strides, dilation = array<i64: h, w>}.
+  irdl.operation @max_pool2d {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    %pool = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %dilation = irdl.base "#builtin.dense_array"
+    irdl.attributes { "pool_size" = %pool, "strides" = %strides, "dilation" = %dilation }
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // batch_norm(x, gamma, beta, mean, var) {axis = i64, epsilon = f64}: inference form.
+  irdl.operation @batch_norm {
+    %x_t = irdl.base "!builtin.tensor"
+    %g_t = irdl.base "!builtin.tensor"
+    %b_t = irdl.base "!builtin.tensor"
+    %m_t = irdl.base "!builtin.tensor"
+    %v_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    %eps = irdl.base "#builtin.float"
+    irdl.attributes { "axis" = %axis, "epsilon" = %eps }
+    irdl.operands(x: %x_t, gamma: %g_t, beta: %b_t, mean: %m_t, var: %v_t)
+    irdl.results(res: %res_t)
+  }
+  // layer_norm(x, gamma, beta) {axes = array<i64: ...> (trailing dims), epsilon = f64}.
+  irdl.operation @layer_norm {
+    %x_t = irdl.base "!builtin.tensor"
+    %g_t = irdl.base "!builtin.tensor"
+    %b_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    %axes = irdl.base "#builtin.dense_array"
+    %eps = irdl.base "#builtin.float"
+    irdl.attributes { "axes" = %axes, "epsilon" = %eps }
+    irdl.operands(x: %x_t, gamma: %g_t, beta: %b_t)
+    irdl.results(res: %res_t)
+  }
+  // gelu / sigmoid / tanh(x): float activations, elementwise.
+  irdl.operation @gelu {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @sigmoid {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @tanh {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
   // permute_dims(x) {axes = array<i64: ...>}: res.shape[i] = x.shape[axes[i]].
   irdl.operation @permute_dims {
     %x_t = irdl.base "!builtin.tensor"

@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import mlc_mlir as mlc  # noqa: E402
-from mlc_mlir import te  # noqa: E402
-from mlc_mlir.graph import BlockBuilder, Var, op  # noqa: E402
+import mlc_mlir as mlc
+from mlc_mlir import te
+from mlc_mlir.graph import BlockBuilder, Var, op
 
 HIDDEN = 128
 SEED = 0
@@ -195,8 +192,7 @@ def main() -> int:
     print(f"      after BindParams: {bound['main']!r} (weights in dense_resource blobs)")
     run_variant("(e) graph ops (matmul/add/relu), legalized", build_mlp_ops(), [x_test, *weights], ref, y_test)
     print("Graph optimization (course ch.7; examples/mlp_fusion.py): the graph-op model with bound weights")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import mlp_fusion
+    import mlp_fusion  # examples/mlp_fusion.py, beside this script
 
     mlp_fusion.fusion_section(params, x_test, y_test, ref)
     print(f"All variants agree with NumPy on every test sample ({time.perf_counter() - t0:.1f}s in total).")

@@ -17,18 +17,13 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import mlc_mlir as mlc  # noqa: E402
-from mlc_mlir.graph import BlockBuilder, Var, op, rewrite  # noqa: E402
-from mlc_mlir.graph.legalize import te_binary, te_matmul, te_permute_dims, te_relu  # noqa: E402
-from mlc_mlir.graph.transform import (FuseDenseAddPass, FuseOps, FuseTIR, LegalizeOps,  # noqa: E402
-                                      remove_all_unused)
+import mlc_mlir as mlc
+from mlc_mlir.graph import BlockBuilder, Var, op, rewrite
+from mlc_mlir.graph.legalize import te_binary, te_matmul, te_permute_dims, te_relu
+from mlc_mlir.graph.transform import FuseDenseAddPass, FuseOps, FuseTIR, LegalizeOps, remove_all_unused
 
 #: kernels (call_tir of tensor programs) of the MLP: unfused, after FuseDenseAdd, after FuseOps
 KERNELS_UNFUSED, KERNELS_DENSE_ADD, KERNELS_FUSED = 7, 5, 2

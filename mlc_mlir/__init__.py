@@ -1,17 +1,42 @@
 """mlc-mlir: the MLC course's workflow (tensor programs, schedules, graphs, tuning) on upstream MLIR."""
 
-from . import errors, runtime
-from .build import build
+import logging as _logging
+import sys
+import types
+
+from . import errors, log
 from .errors import (ArgumentError, BuildError, GraphError, LoweringError, MlcError, ParseError,
                      RuntimeError_, ScheduleError, TEError, TuneError)
-from .ir import Function, Module
-from .runtime import cpu, cuda, register_func
 
-__all__ = ["build", "Module", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
+# Imported on first use (module __getattr__ below), so `mlc-opt` and `import mlc_mlir` start
+# without loading NumPy and the runtime: name -> (module, attribute or None for the module).
+_LAZY = {"runtime": (".runtime", None), "build": (".build", "build"), "Module": (".ir", "Module"),
+         "Function": (".ir", "Function"), "cpu": (".runtime", "cpu"), "cuda": (".runtime", "cuda"),
+         "register_func": (".runtime", "register_func"),
+         # the course's tvm.IRModule({...}) / IRModule.from_expr(func)
+         "IRModule": (".ir", "Module")}
+
+__all__ = ["build", "Module", "IRModule", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
            "MlcError", "ParseError", "TEError", "ScheduleError", "GraphError", "BuildError",
            "LoweringError", "ArgumentError", "RuntimeError_", "TuneError"]
 
 __version__ = "0.1.0"
+
+# Library logging: silent unless the application configures it or sets MLC_LOG (log.py).
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
+log.configure_from_env()
+
+
+class _Package(types.ModuleType):
+    # Importing the subpackage mlc_mlir.build sets the attribute `build` to it; the public
+    # name is the function mlc.build (resolved lazily by __getattr__), so keep it that way.
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "build" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 _NOT_YET = {
@@ -25,7 +50,13 @@ def __getattr__(name: str):
     import importlib
     import importlib.util
 
-    if name in ("te", "schedule", "graph", "tune", "meta_schedule"):
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        mod = importlib.import_module(module, __name__)
+        value = mod if attr is None else getattr(mod, attr)
+        globals()[name] = value
+        return value
+    if name in ("te", "schedule", "graph", "topi", "tune", "meta_schedule"):
         return importlib.import_module(f".{name}", __name__)
     if name in _NOT_YET:
         if importlib.util.find_spec(f"{__name__}.{name}") is not None:

@@ -7,6 +7,8 @@ two contexts must never mix, so the whole project shares the context made here.
 from __future__ import annotations
 
 import contextlib
+import importlib.resources
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,44 +16,82 @@ from pathlib import Path
 from mlir import ir
 from mlir.dialects import irdl
 
-from .errors import ParseError
+from .errors import InstallError, ParseError
 
-__all__ = ["get_context", "mlc_context", "dialect_files", "DIALECTS_DIR", "diagnostics_text"]
+__all__ = ["get_context", "mlc_context", "dialect_files", "dialects_dir", "DIALECTS_DIR",
+           "REQUIRED_DIALECTS", "diagnostics_text"]
 
-_PKG_DIR = Path(__file__).resolve().parent
+log = logging.getLogger(__name__)
 
-
-def _find_dialects_dir() -> Path:
-    env = os.environ.get("MLC_DIALECTS_DIR")
-    candidates = ([Path(env)] if env else []) + [_PKG_DIR.parent / "dialects", _PKG_DIR / "dialects"]
-    for cand in candidates:
-        if cand.is_dir() and any(cand.glob("*.irdl.mlir")):
-            return cand
-    return candidates[-1]
-
-
-DIALECTS_DIR = _find_dialects_dir()
+#: Dialects every context must have; ``NAME`` is defined by ``NAME.irdl.mlir``.
+REQUIRED_DIALECTS = ("mlc",)
 _CONTEXT: ir.Context | None = None
 
 
+def dialects_dir() -> Path:
+    """The directory the IRDL definitions are read from, looked up now (not at import).
+
+    ``$MLC_DIALECTS_DIR`` when set, else the installed package ``mlc_mlir.dialects`` (the
+    repository's top-level ``dialects/``, which wheels, sdists and editable installs carry).
+
+    Raises:
+        InstallError: the package ``mlc_mlir.dialects`` is missing from the installation.
+    """
+    env = os.environ.get("MLC_DIALECTS_DIR")
+    if env:
+        return Path(env)
+    try:
+        return Path(str(importlib.resources.files("mlc_mlir.dialects")))
+    except ModuleNotFoundError:
+        raise InstallError("the package mlc_mlir.dialects (the IRDL dialect definitions) is not "
+                           "installed; reinstall mlc-mlir or set MLC_DIALECTS_DIR") from None
+
+
 def dialect_files() -> list[Path]:
-    """The IRDL files (``dialects/*.irdl.mlir``) that define the project's dialects."""
-    return sorted(DIALECTS_DIR.glob("*.irdl.mlir"))
+    """The IRDL files (``*.irdl.mlir``) that define the project's dialects.
+
+    Raises:
+        InstallError: the directory is missing, or lacks a file of ``REQUIRED_DIALECTS``.
+    """
+    where = dialects_dir()
+    origin = "MLC_DIALECTS_DIR" if os.environ.get("MLC_DIALECTS_DIR") else "the installed mlc_mlir.dialects"
+    if not where.is_dir():
+        raise InstallError(f"dialect directory {where} (from {origin}) does not exist")
+    files = sorted(where.glob("*.irdl.mlir"))
+    missing = [f"{name}.irdl.mlir" for name in REQUIRED_DIALECTS if where / f"{name}.irdl.mlir" not in files]
+    if missing:
+        raise InstallError(f"dialect definition {', '.join(missing)} not found in {where} (from {origin}); "
+                           "the graph dialect cannot be loaded")
+    return files
+
+
+def __getattr__(name: str) -> Path:
+    # DIALECTS_DIR is computed when asked for, so MLC_DIALECTS_DIR set after import counts.
+    if name == "DIALECTS_DIR":
+        return dialects_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_context() -> ir.Context:
-    """Return the process-wide context, creating it (and loading the IRDL dialects) once."""
+    """Return the process-wide context, creating it (and loading the IRDL dialects) once.
+
+    Raises:
+        InstallError: a dialect definition is missing (see :func:`dialect_files`).
+        ParseError: a dialect definition does not parse.
+    """
     global _CONTEXT
     if _CONTEXT is None:
+        files = dialect_files()
         ctx = ir.Context()
         ctx.load_all_available_dialects()
         with ctx, ir.Location.unknown():
-            for path in dialect_files():
+            for path in files:
                 try:
                     defs = ir.Module.parse(path.read_text())
                 except ir.MLIRError as exc:
                     raise ParseError(f"dialect file {path} does not parse:\n{diagnostics_text(exc)}") from None
                 irdl.load_dialects(defs)
+        log.debug("MLIR context created; IRDL dialects loaded from %s", ", ".join(map(str, files)))
         _CONTEXT = ctx
     return _CONTEXT
 

@@ -12,6 +12,7 @@ __all__ = [
     "LoweringError",
     "RuntimeError_",
     "ArgumentError",
+    "InstallError",
     "TuneError",
     "check",
 ]
@@ -51,6 +52,10 @@ class RuntimeError_(MlcError):
 
 class ArgumentError(RuntimeError_):
     """Arguments of a compiled function call that do not match its signature."""
+
+
+class InstallError(MlcError):
+    """An incomplete installation: a dialect definition or runtime library is missing."""
 
 
 class TuneError(MlcError):

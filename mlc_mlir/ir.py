@@ -7,6 +7,7 @@ The course's ``IRModule``. It wraps a ``builtin.module`` living in the shared co
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from mlir import ir
@@ -14,7 +15,83 @@ from mlir import ir
 from .context import diagnostics_text, mlc_context
 from .errors import MlcError, ParseError
 
-__all__ = ["Module", "Function"]
+__all__ = ["Module", "Function", "Op", "GlobalVar", "FunctionNames"]
+
+
+_OP_PREFIXES = ("relax.op.nn.", "relax.op.", "relax.nn.", "relax.", "mlc.")
+_OP_ALIASES = {"call_dps_packed": "call_dps", "transpose": "permute_dims"}
+
+
+class Op(str):
+    """A graph op by name (the course's ``tvm.ir.Op``): ``Op.get("relax.add") == "add"``.
+
+    It is the short op name as a string, so it compares equal to ``call.op`` of graph
+    expressions (``call.op == Op.get("relax.nn.relu")``).
+    """
+
+    @classmethod
+    def get(cls, name: str) -> Op:
+        """The op called ``name`` (``"relax.add"``, ``"relax.nn.relu"``, ``"mlc.add"``, ``"add"``).
+
+        Raises:
+            MlcError: no graph op has that name.
+        """
+        from .graph.analysis import PURE_MLC_OPS
+
+        if not isinstance(name, str):
+            raise MlcError(f"Op.get expects an op name (str), got {name!r}")
+        short = next((name[len(p):] for p in _OP_PREFIXES if name.startswith(p)), name)
+        short = _OP_ALIASES.get(short, short)
+        if short not in PURE_MLC_OPS and short != "alloc_tensor":
+            raise MlcError(f"Op.get({name!r}): no graph op {short!r}; graph ops: {', '.join(PURE_MLC_OPS)}")
+        return cls(short)
+
+    @property
+    def name(self) -> str:
+        return f"relax.{str(self)}"
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+class GlobalVar(str):
+    """A reference to a function of a module by name (the course's ``tvm.ir.GlobalVar``).
+
+    A string (the function's name), so everything that takes a function name takes it.
+    ``ret_shape`` / ``ret_dtype`` describe the function's result when known (graph
+    functions), so ``relax.Call(gv, args)`` knows its type.
+    """
+
+    ret_shape: tuple | None = None
+    ret_dtype: str | None = None
+
+    @property
+    def name_hint(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:
+        return f"I.GlobalVar({str(self)!r})"
+
+
+class FunctionNames(list):
+    """``mod.functions``: the function names (a list), plus the dict view of the course's
+    ``mod.functions.items()`` (``GlobalVar`` -> function)."""
+
+    def __init__(self, module: Module, names: list[str]):
+        super().__init__(names)
+        self._module = module
+
+    def __reduce__(self):  # pickles / copies as a plain list of names
+        return (list, (list(self),))
+
+    def keys(self) -> list[GlobalVar]:
+        return [self._module.get_global_var(n) for n in self]
+
+    def values(self) -> list[Function]:
+        return [self._module[n] for n in self]
+
+    def items(self) -> list[tuple[GlobalVar, Function]]:
+        return list(zip(self.keys(), self.values()))
 
 
 class Function:
@@ -42,6 +119,12 @@ class Function:
     def show(self) -> None:
         print(self.script())
 
+    def with_attr(self, attrs: dict[str, object] | str, value: object = None) -> Function:
+        """A copy of this function, in a module of its own, with attributes set (course
+        ``func.with_attr("global_symbol", "main")``; see :meth:`Module.with_attr`)."""
+        mod = Module.from_expr(self).with_attr(attrs, value)
+        return mod[mod.functions[0]]
+
     def __str__(self) -> str:
         return self.script()
 
@@ -56,8 +139,20 @@ class Module:
         module: the wrapped ``mlir.ir.Module``; it must belong to the shared context.
     """
 
-    def __init__(self, module: ir.Module):
+    def __init__(self, module: ir.Module | dict[str, Function | Module]):
+        if isinstance(module, dict):
+            module = _module_of_functions(module)
+        elif not isinstance(module, ir.Module):
+            raise MlcError(f"mlc.Module expects an mlir.ir.Module or a dict name -> function, "
+                           f"got {type(module).__name__}")
         self.mlir_module = module
+
+    @classmethod
+    def from_expr(cls, func: Function) -> Module:
+        """A new module holding a copy of ``func`` (the course's ``IRModule.from_expr``)."""
+        if not isinstance(func, Function):
+            raise MlcError(f"Module.from_expr expects a Function, got {type(func).__name__}")
+        return cls({func.name: func})
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -84,9 +179,15 @@ class Module:
         """A deep copy (transformable without touching this module); locations, hence
         value names such as ``%lv0`` and diagnostics' lines, are kept."""
         with mlc_context():
-            text = self.mlir_module.operation.get_asm(print_generic_op_form=True, large_elements_limit=None,
-                                                      enable_debug_info=True)
-            return Module(ir.Module.parse(text))
+            # Op-level clone: locations kept, and bound weights (dense_resource blobs) shared
+            # rather than re-parsed, so their names do not grow (const_1_1...) with each pass.
+            new = ir.Module.create(loc=self.mlir_module.operation.location)
+            old_attrs = self.mlir_module.operation.attributes
+            for name in old_attrs:
+                new.operation.attributes[name] = old_attrs[name]
+            for op in self.mlir_module.body.operations:
+                op.clone(ip=ir.InsertionPoint(new.body))
+            return Module(new)
 
     # -- printing ----------------------------------------------------------------------
     def _asm(self) -> str:
@@ -96,13 +197,23 @@ class Module:
         """The module as MLIR text for reading: value names from name locations (``%lv0``),
         constants above ``large_elements_limit`` elements and resource blobs (bound
         weights) above ``large_resource_limit`` bytes elided. ``str(mod)`` prints all."""
-        return self.mlir_module.operation.get_asm(large_elements_limit=large_elements_limit,
+        text = self.mlir_module.operation.get_asm(large_elements_limit=large_elements_limit,
                                                   large_resource_limit=large_resource_limit,
                                                   use_name_loc_as_prefix=True)
+        return re.sub(r"\n*\{-#\s*#-\}\s*$", "\n", text)  # no empty resource block once blobs are elided
 
     def show(self) -> None:
-        """Print :meth:`script`."""
-        print(self.script())
+        """Print the module for reading: graph functions as Relax-like text (dataflow
+        blocks, ``call_tir(@f, (x, w), out=(1, 128) float32)``, constants summarized),
+        tensor programs as MLIR. A module without graph functions prints :meth:`script`."""
+        from .graph.analysis import graph_functions
+
+        if graph_functions(self.mlir_module):
+            from .graph.printer import module_text
+
+            print(module_text(self))
+        else:
+            print(self.script())
 
     def __str__(self) -> str:
         return self._asm()
@@ -119,9 +230,20 @@ class Module:
         return [op.operation for op in self.mlir_module.body.operations if op.operation.name == "func.func"]
 
     @property
-    def functions(self) -> list[str]:
-        """Names of the module's ``func.func`` operations, in order."""
-        return [ir.StringAttr(op.attributes["sym_name"]).value for op in self._func_ops()]
+    def functions(self) -> FunctionNames:
+        """Names of the module's ``func.func`` operations, in order (``.items()`` gives
+        ``(GlobalVar, Function)`` pairs, as the course's ``mod.functions.items()``)."""
+        return FunctionNames(self, [ir.StringAttr(op.attributes["sym_name"]).value for op in self._func_ops()])
+
+    def get_global_var(self, name: str) -> GlobalVar:
+        """The :class:`GlobalVar` of function ``name`` (course ``mod.get_global_var``)."""
+        func = self[name]
+        gv = GlobalVar(name)
+        if func.function_type.results and len(func.function_type.results) == 1:
+            from .graph.ast import result_info
+
+            gv.ret_shape, gv.ret_dtype = result_info(func.op)
+        return gv
 
     def __contains__(self, name: str) -> bool:
         return name in self.functions
@@ -129,6 +251,12 @@ class Module:
     def __getitem__(self, name: str) -> Function:
         for op in self._func_ops():
             if ir.StringAttr(op.attributes["sym_name"]).value == name:
+                from .graph.analysis import is_graph_function
+
+                if is_graph_function(op):
+                    from .graph.function import Function as GraphFunction
+
+                    return GraphFunction(self, op)
                 return Function(self, op)
         raise MlcError(f"module has no function named {name!r}; it has {self.functions}")
 
@@ -172,7 +300,12 @@ class Module:
         op = out[names[0]].op
         with mlc_context():
             for key, val in items.items():
-                if key == "global_symbol":
+                if key == "Primitive":
+                    if val:
+                        op.attributes["mlc.primitive"] = ir.UnitAttr.get()
+                    elif "mlc.primitive" in op.attributes:
+                        del op.attributes["mlc.primitive"]
+                elif key == "global_symbol":
                     if not isinstance(val, str) or not val:
                         raise MlcError(f"with_attr: global_symbol must be a non-empty string, got {val!r}")
                     op.attributes["sym_name"] = ir.StringAttr.get(val)
@@ -195,3 +328,31 @@ class Module:
                 self.mlir_module.operation.verify()
             except ir.MLIRError as exc:
                 raise ParseError(f"module does not verify:\n{diagnostics_text(exc)}") from None
+
+
+def _module_of_functions(funcs: dict[str, Function | Module]) -> ir.Module:
+    """A new ``builtin.module`` with a copy of each function, named by its key."""
+    with mlc_context():
+        mod = ir.Module.create()
+        for name, func in funcs.items():
+            if isinstance(func, Module):
+                names = func.functions
+                if len(names) != 1:
+                    raise MlcError(f"mlc.Module({{{name!r}: ...}}): the module given has functions {names}; "
+                                   "pass a Function or a module with one function")
+                func = func[names[0]]
+            if not isinstance(name, str) or not name or not isinstance(func, Function):
+                raise MlcError(f"mlc.Module({{...}}) maps function names to Functions; got {name!r} -> "
+                               f"{type(func).__name__}")
+            new = func.op.clone(ip=ir.InsertionPoint(mod.body))
+            new.attributes["sym_name"] = ir.StringAttr.get(name)
+        return mod
+
+
+def __getattr__(name: str):
+    # ``tvm.ir.transform.module_pass`` of the course: mlc_mlir.ir.transform
+    if name == "transform":
+        from .graph import pass_infra
+
+        return pass_infra
+    raise AttributeError(f"module 'mlc_mlir.ir' has no attribute {name!r}")

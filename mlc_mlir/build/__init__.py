@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ __all__ = ["build", "compile_module", "RuntimeModule", "CompiledFunction", "Prof
            "Stage", "cpu_stages", "run_pipeline", "run_stages", "FuncSignature"]
 
 _TARGETS = ("llvm", "cpu")
+log = logging.getLogger(__name__)
 
 
 def build(mod: Module, target: str = "llvm", *, opt_level: int = 3,
@@ -100,6 +102,7 @@ def compile_module(mod: Module, *, opt_level: int = 3, print_after_all: bool = F
         libs = [mlir_lib("libmlir_c_runner_utils.so")]
         if parallel:
             libs.append(openmp_lib())
+        log.debug("JIT of %s (opt_level %d) with %s", ", ".join(signatures), opt_level, ", ".join(libs))
         try:
             engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=libs)
         except (RuntimeError, ir.MLIRError) as exc:

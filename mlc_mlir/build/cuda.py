@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import sys
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,6 +38,8 @@ from .gpu_pipeline import ARCH_PTX_FEATURES, CudaTarget, cuda_stages, parse_cuda
 from .pipeline import Stage, mlir_lib, run_pipeline, run_stages
 
 __all__ = ["build_cuda", "CudaModule", "cuda_driver", "device_arch", "NO_DRIVER"]
+
+log = logging.getLogger(__name__)
 
 NO_DRIVER = ("no CUDA driver (libcuda) found: CUDA functions can be compiled (get_source('ptx')) "
              "but not run here")
@@ -227,7 +229,7 @@ def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: 
             engine.raw_register_runtime(name, ctypes.cast(callback, ctypes.c_void_p))
         engine.initialize()  # loads the kernels (mgpuModuleLoad)
         runtime.check()
-    elif print_after_all:
-        print(f"// cuda: compiled only ({unavailable})", file=sys.stderr)
+    else:
+        log.info("cuda module compiled only, not loaded: %s", unavailable)
     return CudaModule(engine=engine, signatures=signatures, lowered=module, source=source, cuda=cuda,
                       snapshots=snapshots, unavailable=unavailable, runtime=runtime)

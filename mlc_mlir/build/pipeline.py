@@ -7,9 +7,12 @@ labelled with the stage names below.
 
 from __future__ import annotations
 
+import ctypes.util
+import importlib.metadata
+import logging
 import os
 import platform
-import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +23,12 @@ from mlir.passmanager import PassManager
 
 from ..context import diagnostics_text, mlc_context
 from ..errors import LoweringError
+from ..log import print_ir
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "cpu_stages", "run_stages", "run_pipeline", "mlir_lib", "openmp_lib", "tool_path"]
+
+log = logging.getLogger(__name__)
 
 BUFFERIZE = ("one-shot-bufferize{bufferize-function-boundaries=1 "
              "function-boundary-type-conversion=identity-layout-map}")
@@ -96,14 +102,15 @@ def run_pipeline(module: ir.Module, passes: str, *, stage: str = "pipeline") -> 
 def run_stages(module: ir.Module, stages: list[Stage], *, print_after_all: bool = False) -> None:
     """Run ``stages`` in order, printing the IR after each when asked."""
     for stage in stages:
+        start = time.perf_counter()
         if isinstance(stage.passes, str):
             run_pipeline(module, stage.passes, stage=stage.name)
         else:
             with mlc_context():
                 stage.passes(module)
+        log.debug("stage %s done in %.1f ms", stage.name, 1e3 * (time.perf_counter() - start))
         if print_after_all:
-            print(f"// -----// IR Dump After {stage.name} //----- //", file=sys.stderr)
-            print(module, file=sys.stderr)
+            print_ir(stage.name, str(module))
 
 
 def mlir_lib(name: str) -> str:
@@ -114,17 +121,51 @@ def mlir_lib(name: str) -> str:
     return str(path)
 
 
+#: (distribution, library file) of the OpenMP runtimes pip can install, in preference order
+OPENMP_DISTRIBUTIONS = (("intel-openmp", "libiomp5.so"),)
+_SYSTEM_OPENMP = ("/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/llvm-14/lib/libomp.so.5")
+
+
+def _openmp_from_distribution(dist_name: str, lib: str) -> Path | None:
+    """``lib`` among the installed files of ``dist_name`` (a venv, ``--user`` or system install)."""
+    try:
+        dist = importlib.metadata.distribution(dist_name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in dist.files or []:
+        if file.name == lib:
+            path = Path(dist.locate_file(file)).resolve()
+            if path.is_file():
+                return path
+    return None
+
+
 def openmp_lib() -> str:
-    """Path of the OpenMP runtime the project installs (``intel-openmp``'s libiomp5, or libomp)."""
-    candidates = [Path(sys.prefix) / "lib" / "libiomp5.so",
-                  Path("/usr/lib/x86_64-linux-gnu/libomp.so.5"),
-                  Path("/usr/lib/llvm-14/lib/libomp.so.5")]
+    """Path of the OpenMP runtime for parallel loops (libiomp5 from ``intel-openmp``, or libomp).
+
+    Looked up in order: ``$MLC_OPENMP_LIB``; the files of the ``intel-openmp`` distribution
+    wherever pip put them (``importlib.metadata``); a system libomp (a soname the loader finds
+    when only ``ldconfig`` knows it).
+
+    Raises:
+        LoweringError: ``$MLC_OPENMP_LIB`` names no file, or no runtime is found.
+    """
     env = os.environ.get("MLC_OPENMP_LIB")
     if env:
-        candidates.insert(0, Path(env))
-    for cand in candidates:
-        if cand.is_file():
-            return str(cand)
+        if not Path(env).is_file():
+            raise LoweringError(f"MLC_OPENMP_LIB={env!r} is not a file (it should name libiomp5.so or libomp.so)")
+        return env
+    for dist_name, lib in OPENMP_DISTRIBUTIONS:
+        path = _openmp_from_distribution(dist_name, lib)
+        if path is not None:
+            log.debug("OpenMP runtime %s (from the %s distribution)", path, dist_name)
+            return str(path)
+    for cand in _SYSTEM_OPENMP:
+        if Path(cand).is_file():
+            return cand
+    found = ctypes.util.find_library("omp")
+    if found:
+        return found
     raise LoweringError("parallel loops need an OpenMP runtime and none was found "
                         "(pip install intel-openmp, or set MLC_OPENMP_LIB)")
 

@@ -19,12 +19,19 @@ from .infer import RULES, infer
 
 __all__ = ["graph_functions", "is_graph_function", "func_name", "op_line", "fail", "value_shapes",
            "type_shape", "types_compatible", "op_attrs", "arg_attr", "elements_type", "walk_ops",
-           "PURE_MLC_OPS", "GRAPH_OPS", "clone_module"]
+           "PURE_MLC_OPS", "GRAPH_OPS", "clone_module", "remove_all_unused"]
 
 #: mlc ops whose result is computed from their operands only (shape rules in infer.py)
 GRAPH_OPS = tuple(RULES)
 #: mlc ops without side effects (allowed in dataflow blocks)
 PURE_MLC_OPS = (*GRAPH_OPS, "constant", "call_tir", "call_dps")
+
+
+def remove_all_unused(func_or_mod):  # noqa: ANN001, ANN201 (see dce.remove_all_unused)
+    """Course spelling ``relax.analysis.remove_all_unused``: :func:`.dce.remove_all_unused`."""
+    from .dce import remove_all_unused as _remove
+
+    return _remove(func_or_mod)
 
 
 def clone_module(mod: "Module") -> "Module":
@@ -135,6 +142,11 @@ def op_attrs(op: ir.Operation, result_shape: Shape | None) -> dict[str, object]:
         attrs["axes"] = tuple(ir.DenseI64ArrayAttr(op.attributes["axes"]))
     if "axis" in op.attributes:
         attrs["axis"] = ir.IntegerAttr(op.attributes["axis"]).value
+    for key in ("strides", "dilation", "pool_size"):  # nn ops (op_nn.py)
+        if key in op.attributes:
+            attrs[key] = tuple(ir.DenseI64ArrayAttr(op.attributes[key]))
+    if "epsilon" in op.attributes:
+        attrs["epsilon"] = ir.FloatAttr(op.attributes["epsilon"]).value
     if op.name == "mlc.reshape":
         attrs["shape"] = result_shape
     return attrs

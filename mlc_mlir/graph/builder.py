@@ -28,7 +28,7 @@ from mlir.dialects import func
 
 from ..context import mlc_context
 from ..errors import GraphError
-from ..ir import Module
+from ..ir import Function, GlobalVar, Module
 from .emit import OUTPUT_SLOTS, Emitter, create_op, segment_sizes
 from .expr import Call, Expr, Var, shape_attr, tensor_type
 from .te_bridge import import_te_program
@@ -184,6 +184,12 @@ class BlockBuilder:
             if not isinstance(o, Expr):
                 raise GraphError(f"bb.emit_func_output: {o!r} is not a graph expression")
             if isinstance(o, Var) and o.kind == "dataflow":
+                # TVM accepts the dataflow variable that bb.emit_output exposed (course ch.5)
+                exposed = [gv for item in fn.items if isinstance(item, _Dataflow) for gv in item.outputs
+                           if gv.value is o]
+                if exposed:
+                    results.append(exposed[0])
+                    continue
                 raise GraphError(f"bb.emit_func_output({o.name}): {o.name} is a dataflow variable; "
                                  "make it visible with bb.emit_output inside the dataflow block")
             results.append(o if isinstance(o, Var) else self.emit(o))
@@ -217,14 +223,34 @@ class BlockBuilder:
             raise GraphError(f"bb.get() inside function {self._func.name!r}: finish it first")
         return self._module
 
-    def add_func(self, func_module: Module, name: str) -> str:
-        """Copy the single function of ``func_module`` into the module as ``name`` (made unique)."""
+    def add_func(self, func: Module | Function, name: str) -> GlobalVar:
+        """Copy ``func`` (a Function, or a module's single function) into the module as
+        ``name`` (made unique); returns its :class:`~mlc_mlir.ir.GlobalVar`."""
         unique = self._unique_func_name(name)
-        src = func_module[func_module.functions[0]].op
+        src = func.op if isinstance(func, Function) else func[func.functions[0]].op
         with mlc_context():
             new = src.clone(ip=ir.InsertionPoint(self._module.mlir_module.body))
             new.attributes["sym_name"] = ir.StringAttr.get(unique)
-        return unique
+        return self._module.get_global_var(unique)
+
+    def update_func(self, gv: str, func: Function) -> None:
+        """Replace (or add) function ``gv`` of the module by a copy of ``func`` (course
+        ``builder_.update_func``)."""
+        if not isinstance(func, Function):
+            raise GraphError(f"update_func({gv!r}) expects a Function, got {type(func).__name__}")
+        with mlc_context():
+            old = self._module[str(gv)].op if str(gv) in self._module.functions else None
+            ip = ir.InsertionPoint(old) if old is not None else ir.InsertionPoint(self._module.mlir_module.body)
+            new = func.op.clone(ip=ip)
+            new.attributes["sym_name"] = ir.StringAttr.get(str(gv))
+            if old is not None:
+                old.erase()
+
+    def normalize(self, expr: Expr) -> Expr:
+        """``expr`` with its type known (graph expressions always carry shape and dtype)."""
+        if not isinstance(expr, Expr):
+            raise GraphError(f"normalize expects a graph expression, got {type(expr).__name__}")
+        return expr
 
     @contextlib.contextmanager
     def _rewriting(self, what: str) -> Iterator[None]:

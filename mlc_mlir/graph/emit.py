@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from mlir import ir
+from mlir.dialects import func
 
 from ..errors import GraphError
 from .expr import Call, Constant, Expr, Var, shape_attr, tensor_type
@@ -110,10 +111,18 @@ class Emitter:
         if any(isinstance(d, str) for d in call.shape):
             attrs["mlc.shape"] = shape_attr(call.shape)
         op = call.op
+        if _is_global_var(op):  # a call of a graph function of the module (``relax.Call(gv, ...)``)
+            cop = func.CallOp([rtype], ir.FlatSymbolRefAttr.get(str(op)), operands, loc=self._loc(name))
+            for k, v in attrs.items():
+                cop.attributes[k] = v
+            self.env[id(call)] = cop.results[0]
+            return cop.results[0]
         if op == "permute_dims":
             attrs["axes"] = ir.DenseI64ArrayAttr.get(list(call.attrs["axes"]))
         elif op == "softmax":
             attrs["axis"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), call.attrs["axis"])
+        elif op in NN_ATTR_OPS:
+            attrs.update(_nn_attrs(call.attrs))
         elif op == "call_tir":
             attrs["callee"] = ir.FlatSymbolRefAttr.get(call.attrs["callee"])
             attrs["operandSegmentSizes"] = segment_sizes(len(operands), CALL_SLOTS, "call_tir")
@@ -123,3 +132,25 @@ class Emitter:
         result = create_op(f"mlc.{op}", operands, rtype, attrs, self._loc(name)).result
         self.env[id(call)] = result
         return result
+
+
+def _is_global_var(op: object) -> bool:
+    from ..ir import GlobalVar
+
+    return isinstance(op, GlobalVar)
+
+
+#: graph ops whose attributes are written generically (tuples of ints, ints, floats)
+NN_ATTR_OPS = ("conv2d", "max_pool2d", "batch_norm", "layer_norm")
+
+
+def _nn_attrs(values: dict) -> dict[str, ir.Attribute]:
+    out: dict[str, ir.Attribute] = {}
+    for key, v in values.items():
+        if isinstance(v, tuple):
+            out[key] = ir.DenseI64ArrayAttr.get([int(x) for x in v])
+        elif isinstance(v, float):
+            out[key] = ir.FloatAttr.get_f64(v)
+        else:
+            out[key] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(v))
+    return out

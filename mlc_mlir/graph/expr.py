@@ -16,7 +16,7 @@ from mlir import ir
 
 from ..errors import GraphError
 
-__all__ = ["Expr", "Var", "Constant", "Call", "Shape", "const", "normalize_shape", "normalize_dtype",
+__all__ = ["Expr", "Var", "Constant", "Call", "Shape", "const", "TensorStructInfo", "normalize_shape", "normalize_dtype",
            "format_shape", "element_type", "dtype_of_element", "tensor_type", "shape_attr",
            "shape_from_attr", "DTYPES"]
 
@@ -109,11 +109,37 @@ def shape_from_attr(attr: ir.Attribute) -> Shape:
     return tuple(out)
 
 
+class TensorStructInfo:
+    """The type of a graph tensor (the course's ``relax.TensorStructInfo(shape, dtype)``)."""
+
+    def __init__(self, shape: Sequence[int | str], dtype: Any = "float32"):
+        self.shape = normalize_shape(shape, what="TensorStructInfo shape")
+        self.dtype = normalize_dtype(dtype, what="TensorStructInfo dtype")
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TensorStructInfo) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"R.Tensor({format_shape(self.shape)}, dtype={self.dtype!r})"
+
+
 class Expr:
     """A graph value of known ``shape`` and ``dtype``."""
 
     shape: Shape
     dtype: str
+
+    @property
+    def struct_info(self) -> TensorStructInfo:
+        """Shape and dtype as a :class:`TensorStructInfo` (course ``expr.struct_info``)."""
+        return TensorStructInfo(self.shape, self.dtype)
 
     @property
     def ndim(self) -> int:
@@ -133,7 +159,9 @@ class Var(Expr):
         dtype: element type name (``"float32"``).
     """
 
-    def __init__(self, name: str, shape: Sequence[int | str], dtype: Any = "float32"):
+    def __init__(self, name: str, shape: Sequence[int | str] | TensorStructInfo, dtype: Any = "float32"):
+        if isinstance(shape, TensorStructInfo):
+            shape, dtype = shape.shape, shape.dtype
         if not isinstance(name, str) or not name:
             raise GraphError(f"Var: the name must be a non-empty string, got {name!r}")
         self.name = name
@@ -174,10 +202,26 @@ class Call(Expr):
     (``axes``, ``axis``, ``callee``).
     """
 
-    def __init__(self, op: str, args: Sequence[Expr], attrs: dict[str, Any], shape: Shape, dtype: str):
+    def __init__(self, op: str, args: Sequence[Expr], attrs: dict[str, Any] | None = None,
+                 shape: Shape | None = None, dtype: str | None = None):
+        from ..ir import GlobalVar
+
         self.op = op
         self.args = tuple(args)
-        self.attrs = dict(attrs)
+        self.attrs = dict(attrs or {})
+        for i, a in enumerate(self.args):
+            if not isinstance(a, Expr):
+                raise GraphError(f"Call({op!r}): argument {i} is {type(a).__name__}, not a graph expression")
+        if shape is None:  # the course's relax.Call(op, args, None, None): infer the type
+            if isinstance(op, GlobalVar):
+                if op.ret_shape is None:
+                    raise GraphError(f"Call({op!r}): the callee's result type is unknown; use the "
+                                     "GlobalVar returned by builder_.add_func or mod.get_global_var")
+                shape, dtype = op.ret_shape, op.ret_dtype
+            else:
+                from .infer import infer
+
+                shape, dtype = infer(str(op), [(a.shape, a.dtype) for a in self.args], self.attrs)
         self.shape = tuple(shape)
         self.dtype = dtype
 
@@ -193,6 +237,8 @@ def const(value: Any, dtype: Any = None) -> Constant:
     ``relax.const`` of the course: ``const(w0)`` inside a graph becomes ``mlc.constant``
     (``dense_resource`` storage above 16 elements, so the weights are not printed inline).
     """
+    if isinstance(dtype, TensorStructInfo):
+        dtype = dtype.dtype
     if hasattr(value, "numpy") and callable(value.numpy):
         value = value.numpy()
     elif hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):

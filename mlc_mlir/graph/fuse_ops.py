@@ -117,12 +117,14 @@ def _op_info(op: ir.Operation, shapes: dict, funcs: dict[str, ir.Operation]) -> 
     if name in _BINARY:
         same = all(shapes[v][0] == shapes[op.results[0]][0] for v in op.operands)
         return (K.ELEMWISE if same else K.BROADCAST), False
-    if name in ("relu", "ewise_fma"):
+    if name in ("relu", "gelu", "sigmoid", "tanh", "ewise_fma"):
         return K.ELEMWISE, False
     if name in _MOVEMENT:
         return K.INJECTIVE, True
-    if name == "matmul":
+    if name in ("matmul", "conv2d", "max_pool2d"):
         return K.OUT_EWISE, False
+    if name == "batch_norm":
+        return K.BROADCAST, False
     if name == "call_tir":
         callee = funcs.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
         if callee is not None:

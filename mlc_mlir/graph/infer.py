@@ -156,6 +156,7 @@ RULES: dict[str, Rule] = {
     "matmul": _matmul,
     **{name: _binary for name in ELEMENTWISE_BINARY},
     "relu": _unary,
+    **{name: _unary for name in ("gelu", "sigmoid", "tanh")},
     "ewise_fma": _ewise_fma,
     "permute_dims": _permute_dims,
     "reshape": _reshape,
@@ -173,3 +174,12 @@ def infer(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any] | None = None)
     if op not in RULES:
         raise GraphError(f"no shape rule for graph op {op!r}; known: {', '.join(sorted(RULES))}")
     return RULES[op](op, args, dict(attrs or {}))
+
+
+def _register_nn_rules() -> None:
+    from .infer_nn import NN_RULES
+
+    RULES.update(NN_RULES)
+
+
+_register_nn_rules()

@@ -8,16 +8,17 @@ the same name (``mlc.matmul``, ``mlc.call_tir``...).
 
 from __future__ import annotations
 
+import types
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import GraphError
-from .expr import Call, Expr, const, format_shape, normalize_dtype, normalize_shape
+from .expr import Call, Expr, TensorStructInfo, const, format_shape, normalize_dtype, normalize_shape
 from .infer import infer, numel
 
-__all__ = ["matmul", "add", "subtract", "multiply", "divide", "relu", "permute_dims", "reshape",
+__all__ = ["matmul", "add", "subtract", "multiply", "divide", "relu", "gelu", "sigmoid", "tanh", "nn", "permute_dims", "reshape",
            "ewise_fma", "softmax", "call_tir", "call_dps_packed", "alloc_tensor", "MAX_CALL_ARGS"]
 
 #: the most arguments a call op takes (IRDL declares one optional slot per argument)
@@ -70,6 +71,21 @@ def divide(a: Any, b: Any) -> Call:
 def relu(x: Any) -> Call:
     """``max(x, 0)`` elementwise (``relax.op.nn.relu``)."""
     return _call("relu", [x])
+
+
+def gelu(x: Any) -> Call:
+    """``0.5 * x * (1 + erf(x / sqrt(2)))`` elementwise (``relax.op.nn.gelu``)."""
+    return _call("gelu", [x])
+
+
+def sigmoid(x: Any) -> Call:
+    """``1 / (1 + exp(-x))`` elementwise (``relax.op.sigmoid``)."""
+    return _call("sigmoid", [x])
+
+
+def tanh(x: Any) -> Call:
+    """``tanh(x)`` elementwise (``relax.op.tanh``)."""
+    return _call("tanh", [x])
 
 
 def ewise_fma(a: Any, b: Any, c: Any) -> Call:
@@ -138,6 +154,8 @@ def call_tir(func: Any, args: Any, out_shape: Sequence[int | str], dtype: Any = 
     program's last argument (course ``R.call_tir``).
     """
     name = _callee_name(func, "call_tir")
+    if isinstance(out_shape, TensorStructInfo):  # R.Tensor((1, n), "float32") of the course
+        out_shape, dtype = out_shape.shape, out_shape.dtype
     shape = normalize_shape(out_shape, what="call_tir out_shape")
     return Call("call_tir", _call_args("call_tir", args), {"callee": name}, shape,
                 normalize_dtype(dtype, what="call_tir dtype"))
@@ -150,6 +168,8 @@ def call_dps_packed(func: Any, args: Any, out_shape: Sequence[int | str], dtype:
     writes the output (course ``R.call_dps_packed``).
     """
     name = _callee_name(func, "call_dps_packed")
+    if isinstance(out_shape, TensorStructInfo):  # R.Tensor((1, n), "float32") of the course
+        out_shape, dtype = out_shape.shape, out_shape.dtype
     shape = normalize_shape(out_shape, what="call_dps_packed out_shape")
     return Call("call_dps", _call_args("call_dps_packed", args), {"callee": name}, shape,
                 normalize_dtype(dtype, what="call_dps_packed dtype"))
@@ -161,3 +181,15 @@ def alloc_tensor(shape: Sequence[int | str], dtype: Any = "float32") -> Call:
     return Call("alloc_tensor", (), {}, normalize_shape(shape, what="alloc_tensor shape"),
                 normalize_dtype(dtype, what="alloc_tensor dtype"))
 
+
+
+#: ``mlc.graph.op.nn``: the neural-network ops under their ``relax.op.nn`` names
+def _nn() -> types.SimpleNamespace:
+    from . import op_nn
+
+    return types.SimpleNamespace(relu=relu, gelu=gelu, softmax=softmax, sigmoid=sigmoid, tanh=tanh,
+                                 conv2d=op_nn.conv2d, max_pool2d=op_nn.max_pool2d,
+                                 batch_norm=op_nn.batch_norm, layer_norm=op_nn.layer_norm)
+
+
+nn = _nn()

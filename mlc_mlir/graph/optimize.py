@@ -17,11 +17,12 @@ stage                  opt_level  what
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Callable
 
 from ..errors import GraphError
 from ..ir import Module
+from ..log import print_ir
 from .analysis import clone_module, graph_functions, walk_ops
 from .dce import remove_all_unused
 from .fusion import FuseOps, FuseTIR
@@ -29,6 +30,8 @@ from .legalize import LegalizeRule
 from .rewrite import ewise_fma
 
 __all__ = ["optimization_stages", "optimize", "count_kernels", "MAX_OPT_LEVEL"]
+
+log = logging.getLogger(__name__)
 
 MAX_OPT_LEVEL = 3
 
@@ -66,9 +69,9 @@ def optimize(mod: Module, *, opt_level: int = 2, op_map: dict[str, LegalizeRule]
     out = clone_module(mod)
     for name, run in stages:
         out = run(out)
+        log.debug("graph stage %s done: %d kernels", name, count_kernels(out))
         if print_after_all:
-            print(f"// -----// IR Dump After {name} //----- //", file=sys.stderr)
-            print(out.script(), file=sys.stderr)
+            print_ir(name, out.script())
     return out
 
 

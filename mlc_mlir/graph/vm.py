@@ -45,6 +45,7 @@ from .legalize import legalize
 from .lower import EnvCall, GraphSignature, lower_graph_functions
 from .optimize import optimize
 from .outline import inline_graph_calls
+from .dps_packed import resolve_packed_calls
 from .verify import verify_graph
 
 __all__ = ["build", "Executable", "VirtualMachine", "GraphFunction"]
@@ -149,6 +150,7 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
                                 print_after_all=print_after_all)
     if str(target).split()[0] not in ("llvm", "cpu"):
         raise GraphError(f"graph.build: unsupported target {target!r}; supported: 'llvm'")
+    mod = resolve_packed_calls(mod)  # call_dps_packed("linear0", ...) of a tensor program
     verify_graph(mod, check_env=True)
     work = optimize(mod, opt_level=opt_level, op_map=op_map, print_after_all=print_after_all)
     with mlc_context():

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from ..errors import ScheduleError
+from .fuse_nest import fuse_general, needs_general_fuse
 from .state import MAX_UNROLL, MAX_VECTOR_ELEMENTS, Loop
 from .trace import ExprRV, LoopRV
 
@@ -165,6 +166,11 @@ class LoopPrimitives:
         uids = [u for _, u in resolved]
         with self._edit():
             fstate = resolved[0][0]
+            if len(uids) == 1 or needs_general_fuse(fstate, uids):  # one loop; shared or interleaved loops
+                uid = uids[0] if len(uids) == 1 else fuse_general(fstate, uids, self._new_uid)
+                rv = self._loop_rv(fstate, uid)
+                self._record("fuse", [("loops", list(loops))], (rv,))
+                return rv
             block = fstate.block_of_loop(uids[0], "fuse")
             for u in uids[1:]:
                 if fstate.block_of_loop(u, "fuse") is not block:

@@ -25,6 +25,7 @@ from mlir import ir
 from ..context import mlc_context
 from ..errors import ScheduleError
 from ..ir import Module
+from .annotate import ROOT_BLOCK, AnnotationPrimitives
 from .apply import run_transform
 from .blocks import BlockPrimitives
 from .cache import CachePrimitives
@@ -39,7 +40,7 @@ from .trace import (SAMPLING_KINDS, BlockRV, Instruction, InstructionKind, LoopR
 __all__ = ["Schedule"]
 
 
-class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimitives):
+class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimitives, AnnotationPrimitives):
     """A schedule of the tensor programs of ``mod`` (course: ``tvm.tir.Schedule``).
 
     Args:
@@ -104,6 +105,7 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
 
     def _copied(self) -> Schedule:
         self._funcs = copy.deepcopy(self._funcs)
+        self._ann = copy.deepcopy(getattr(self, "_ann", {}))  # annotations (annotate.py)
         self._insts = list(self._insts)
         self._pending = list(self._pending)
         rng = random.Random()
@@ -242,6 +244,9 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
                                     "scheduling an init block is not supported")
             name = target
         if name not in fstate.blocks:
+            if name == ROOT_BLOCK:
+                raise ScheduleError(f"{what}: the root block of @{block.func} is not a computation (it has no "
+                                    "loops); use get_child_blocks(root) for the blocks under it")
             raise ScheduleError(f"{what}: block {block.name!r} no longer exists in @{block.func}")
         return fstate, fstate.blocks[name]
 
@@ -268,6 +273,8 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
         """
         if not isinstance(name, str):
             raise ScheduleError(f"get_block: name must be a str, got {type(name).__name__}")
+        if name == ROOT_BLOCK and not any(ROOT_BLOCK in f.blocks for f in self._funcs.values()):
+            return self._root_block(func_name)
         if func_name is not None and func_name not in self._funcs:
             raise ScheduleError(f"get_block: unknown function {func_name!r}; the module's tensor programs are "
                                 f"{sorted(self._funcs)}")

@@ -195,11 +195,27 @@ class Trace:
         """``{instruction index: decision}`` for every sampling instruction."""
         return {i: inst.decision for i, inst in enumerate(self.instructions) if inst.kind in SAMPLING_KINDS}
 
-    def with_decisions(self, decisions: dict[int, Any]) -> Trace:
-        """A copy whose sampling instructions at the given indices take new decisions."""
+    def _position(self, key: Any) -> int:
+        """The index of the instruction ``key`` names: its line in ``print(trace)`` (an int,
+        from 0), a printed output name (``"v4"``) or the :class:`Instruction` itself."""
+        if isinstance(key, Instruction):
+            return next((i for i, inst in enumerate(self.instructions) if inst is key), -1)
+        if isinstance(key, str):
+            names = self.names()
+            return next((i for i, inst in enumerate(self.instructions)
+                         if any(names.get(rv.id) == key for rv in inst.outputs)), -1)
+        return key
+
+    def with_decisions(self, decisions: dict[int | str | Instruction, Any]) -> Trace:
+        """A copy whose sampling instructions take new decisions.
+
+        Keys address an instruction as ``print(trace)`` shows it: its line number (0 for
+        the first line), one of its printed outputs (``"v4"``), or the :class:`Instruction`.
+        """
         from ..errors import ScheduleError
 
         insts = list(self.instructions)
+        decisions = {self._position(key): d for key, d in decisions.items()}
         for index, decision in decisions.items():
             if not 0 <= index < len(insts) or insts[index].kind not in SAMPLING_KINDS:
                 raise ScheduleError(f"with_decisions: instruction {index} is not a sampling instruction; "

@@ -1,171 +1,228 @@
-"""``mlc-opt``: mlir-opt with the project's dialects and passes.
+"""``mlc-opt``: a drop-in ``mlir-opt`` with the project's dialects and passes on top.
 
-    mlc-opt FILE [--pass-pipeline=PIPELINE] [--mlc-PASS ...] [--transform-script=FILE]
-            [--split-input-file] [--verify-diagnostics] [-o OUT]
+    mlc-opt [options] [FILE]
 
-Stages run in the order they are given on the command line. The project's IRDL dialects
-are loaded; ``--pass-pipeline`` accepts every upstream pass; ``--mlc-NAME`` runs a
-project pass (``--list-passes`` shows them).
+Every upstream pass is a flag (``-canonicalize``, ``--one-shot-bufferize="opt=v"``), nested
+under ``builtin.module`` as mlir-opt does; ``--pass-pipeline``/``-p`` takes an anchored
+pipeline; ``--mlc-NAME`` runs a project pass and ``--transform-script=FILE`` a schedule.
+Stages run in command-line order. ``--split-input-file``, ``--verify-diagnostics``, the
+``--mlir-print-*`` flags, diagnostics and exit codes follow mlir-opt; ``--help`` lists it all.
 """
 
 from __future__ import annotations
 
-import argparse
+import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
-from mlir import ir
-
-from ..context import diagnostics_text, mlc_context
-from ..errors import MlcError
-from ..ir import Module
-from ..passes import get_pass, list_passes
-from .diagnostics import Diag, check_diagnostics, diag_from_mlir, parse_expectations
+from .cli import Options, UsageError, parse_command_line
 
 __all__ = ["main"]
 
-SPLIT_MARKER = "// -----"
 
+def _version() -> str:
+    """mlir-opt's version block, with the mlc-mlir version first, then the doctor's report."""
+    from importlib import metadata
 
-class _Stage:
-    def __init__(self, label: str, run: Callable[[Module], Module]):
-        self.label, self.run = label, run
+    from ..doctor import report
 
-
-def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[_Stage]]:
-    parser = argparse.ArgumentParser(
-        prog="mlc-opt", description="Run MLIR pass pipelines and mlc-mlir passes on an MLIR file.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,  # one pass per line, never wrapped
-        epilog="Project passes:\n" + "\n".join(f"  --mlc-{p.name}" for p in list_passes()))
-    parser.add_argument("input", nargs="?", default="-", help="input file (default: stdin)")
-    parser.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
-    parser.add_argument("--pass-pipeline", action="append", default=[], metavar="PIPELINE",
-                        help="upstream pass pipeline, e.g. 'builtin.module(canonicalize)'")
-    parser.add_argument("--transform-script", action="append", default=[], metavar="FILE",
-                        help="apply the transform script in FILE (a schedule)")
-    parser.add_argument("--split-input-file", action="store_true", help="split the input at '// -----'")
-    parser.add_argument("--verify-diagnostics", action="store_true",
-                        help="check diagnostics against expected-* comments")
-    parser.add_argument("--mlir-print-op-generic", action="store_true", help="print generic op form")
-    parser.add_argument("--list-passes", action="store_true", help="list the project passes and exit")
-    args, rest = parser.parse_known_args(argv)
-    stages: list[_Stage] = []
-    # Order of stages = order on the command line.
-    for tok in argv:
-        if tok.startswith("--pass-pipeline="):
-            text = tok.split("=", 1)[1]
-            stages.append(_Stage(f"pass-pipeline {text}", lambda m, t=text: _run_pipeline(m, t)))
-        elif tok.startswith("--transform-script="):
-            path = tok.split("=", 1)[1]
-            stages.append(_Stage(f"transform-script {path}", lambda m, p=path: _apply_script(m, p)))
-        elif tok.startswith("--mlc-"):
-            name = tok[len("--mlc-"):]
-            mpass = get_pass(name)  # raises MlcError naming the known passes
-            stages.append(_Stage(f"--mlc-{name}", lambda m, p=mpass: p.run(m) or m))
-    unknown = [t for t in rest if not t.startswith("--mlc-")]
-    if unknown:
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    if any(t in ("--pass-pipeline", "--transform-script") for t in argv):
-        parser.error("write --pass-pipeline=... and --transform-script=... with '='")
-    return args, stages
-
-
-def _run_pipeline(mod: Module, text: str) -> Module:
-    from mlir.passmanager import PassManager
-
-    text = text.strip()
-    if not text.startswith("builtin.module("):
-        text = f"builtin.module({text})"
-    pm = PassManager.parse(text)
-    pm.run(mod.operation)
-    return mod
-
-
-def _apply_script(mod: Module, path: str) -> Module:
-    from ..schedule import apply_transform_script
-
-    return apply_transform_script(mod, Path(path).read_text())
-
-
-def _process(chunk: str, stages: list[_Stage], diags: list[Diag], name: str) -> Module | None:
-    """Parse and transform one chunk; diagnostics go to ``diags``. None on failure."""
-    ctx = ir.Context.current
-
-    def handler(d: ir.Diagnostic) -> bool:
-        diags.extend(diag_from_mlir(d))
-        return True
-
-    handle = ctx.attach_diagnostic_handler(handler)
-    try:
+    def version(dist: str) -> str:
         try:
-            mod = Module(ir.Module.parse(chunk))
-        except ir.MLIRError as exc:
-            for d in exc.error_diagnostics:
-                diags.extend(diag_from_mlir(d))
-            return None
-        for stage in stages:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "unknown"
+
+    bindings = version("xtc-mlir-python-bindings")
+    llvm = ".".join(bindings.split(".")[:3])
+    return (f"mlc-opt (mlc-mlir {version('mlc-mlir')})\n"
+            f"LLVM (http://llvm.org/):\n  LLVM version {llvm}\n"
+            f"  MLIR Python bindings: xtc-mlir-python-bindings {bindings}\n\n{report()}\n")
+
+
+def _help() -> str:
+    from . import _upstream
+    from .cli import OPTION_HELP
+
+    lines = ["OVERVIEW: mlc-opt: MLIR modular optimizer driver with the mlc-mlir dialects and passes", "",
+             "USAGE: mlc-opt [options] <input file>", "", "OPTIONS:"]
+    for name, (kind, text) in OPTION_HELP.items():
+        spell = {"value": "=<value>", "int": "=<int>", "optional": "[=<value>]"}.get(kind, "")
+        if len(name) == 1:
+            spell = " <value>" if kind == "value" else spell
+        lines.append(f"  {'-' if len(name) == 1 else '--'}{name}{spell}".ljust(48) + f" - {text}")
+    lines += ["", "  Project passes (--mlc-NAME):"]
+    lines += [f"    --mlc-{p.name}".ljust(48) + f" - {p.help}" for p in _mlc_passes()]
+    lines += ["", "  Upstream passes (as in mlir-opt; --NAME or --NAME=\"opt=v ...\"):"]
+    lines += [f"    --{k}".ljust(48) + f" - {v}" for k, v in {**_upstream.PASSES, **_upstream.PIPELINES}.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _mlc_passes() -> list:
+    from ..passes import list_passes
+
+    return list_passes()
+
+
+def _early_exit(opts: Options) -> int | None:
+    """Handle --help / --version / --list-passes / --show-dialects (no input read)."""
+    if opts.get("help"):
+        sys.stdout.write(_help())
+        return 0
+    if opts.get("version"):
+        sys.stdout.write(_version())
+        return 0
+    if opts.get("list-passes"):
+        from . import _upstream
+
+        for name in list(_upstream.PASSES) + list(_upstream.PIPELINES):
+            print(f"--{name}")
+        for p in _mlc_passes():
+            print(f"--mlc-{p.name}: {p.help}")
+        return 0
+    if opts.get("show-dialects"):
+        from . import _upstream
+        from ..context import dialect_files
+
+        names = list(_upstream.DIALECTS) + [p.name.split(".")[0] for p in dialect_files()]
+        print("Available Dialects: " + ", ".join(sorted(set(names))))
+        return 0
+    return None
+
+
+def _read_input(name: str) -> str | bytes:
+    """The input's text, or its bytes when it is MLIR bytecode."""
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot open input file '{name}': {exc.strerror}") from None
+    if data.startswith(b"ML\xefR"):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"cannot read input file '{name}': not UTF-8 text nor MLIR bytecode ({exc.reason} "
+                         f"at byte {exc.start})") from None
+
+
+def _open_output(name: str, binary: bool) -> TextIO:
+    if name == "-":
+        return sys.stdout.buffer if binary else sys.stdout
+    try:
+        return open(name, "wb" if binary else "w")  # noqa: SIM115 (closed in main)
+    except OSError as exc:
+        raise UsageError(f"cannot open output file '{name}': {exc.strerror}") from None
+
+
+def _read_scripts(opts: Options) -> dict[str, str]:
+    scripts = {}
+    for st in opts.stages:
+        if st.kind == "script":
             try:
-                mod = stage.run(mod)
-            except ir.MLIRError as exc:
-                for d in exc.error_diagnostics:
-                    diags.extend(diag_from_mlir(d))
-                return None
-            except (MlcError, ValueError) as exc:
-                line = getattr(exc, "line", None)
-                diags.append(Diag("error", line, f"{stage.label}: {exc}"))
-                return None
-        return mod
-    finally:
-        handle.detach()
+                scripts[st.name] = Path(st.name).read_text()
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = getattr(exc, "strerror", None) or str(exc)
+                raise UsageError(f"mlc-opt: cannot open transform script '{st.name}': {reason}") from None
+        elif st.kind == "mlc":
+            from ..errors import MlcError
+            from ..passes import get_pass
+
+            if st.options is not None:
+                raise UsageError(f"mlc-opt: {st.flag}: project passes take no options")
+            try:
+                get_pass(st.name)
+            except MlcError as exc:
+                raise UsageError(f"mlc-opt: {exc}") from None
+    return scripts
+
+
+def _dialect_files_light() -> list[Path] | None:
+    """The project's IRDL files, found without importing MLIR (lookup order of mlc_mlir.context)."""
+    import importlib.util
+
+    env = os.environ.get("MLC_DIALECTS_DIR")
+    candidates = [Path(env)] if env else []
+    try:
+        spec = importlib.util.find_spec("mlc_mlir.dialects")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        candidates.append(Path(next(iter(spec.submodule_search_locations))))
+    pkg = Path(__file__).resolve().parents[1]
+    candidates += [pkg.parent / "dialects", pkg / "dialects"]
+    for cand in candidates:
+        files = sorted(cand.glob("*.irdl.mlir")) if cand.is_dir() else []
+        if files:
+            return files
+    return None
+
+
+def _exec_mlir_opt(opts: Options, argv: list[str]) -> None:
+    """Become mlir-opt (with the project's dialects) when no stage needs Python.
+
+    The bindings take ~0.2 s to load; mlir-opt starts in ~0.03 s and is, by definition, what
+    mlc-opt imitates. Only for the console script (never for ``main(argv)`` calls) and unless
+    ``MLC_OPT_PYTHON=1``; flags mlir-opt would read differently keep the Python path.
+    """
+    from . import _upstream
+    from .gen_upstream import mlir_opt_path
+
+    if os.environ.get("MLC_OPT_PYTHON") or "irdl-file" in opts.flags:
+        return
+    for st in opts.stages:
+        if st.kind in ("mlc", "script"):
+            return
+        if st.kind == "pass" and (st.name not in _upstream.PASSES and st.name not in _upstream.PIPELINES
+                                  or (st.options or "").startswith("{")):
+            return
+    files, binary = _dialect_files_light(), mlir_opt_path()
+    if files is None or len(files) != 1 or binary is None or not os.access(binary, os.X_OK):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execv(binary, ["mlc-opt", f"--irdl-file={files[0]}"] + argv)
+    except OSError:
+        return  # not executable here after all: the Python path does the same work
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
+    """Entry point (console script ``mlc-opt``); returns the exit code."""
+    console = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args, stages = _parse_args(argv)
-    except MlcError as exc:
-        print(f"mlc-opt: {exc}", file=sys.stderr)
-        return 2
-    if args.list_passes:
-        for p in list_passes():
-            print(f"--mlc-{p.name}: {p.help}")
-        return 0
-    try:
-        text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text()
-    except OSError as exc:
-        print(f"mlc-opt: cannot read {args.input}: {exc.strerror}", file=sys.stderr)
+        opts = parse_command_line(argv)
+        code = _early_exit(opts)
+        if code is not None:
+            return code
+        if console:
+            _exec_mlir_opt(opts, argv)
+        return _run(opts)
+    except UsageError as exc:
+        sys.stdout.flush()
+        print(str(exc), file=sys.stderr)
         return 1
-    chunks = text.split(f"\n{SPLIT_MARKER}") if args.split_input_file else [text]
-    chunks = [c if i == 0 else c.split("\n", 1)[1] if "\n" in c else "" for i, c in enumerate(chunks)]
-    outputs: list[str] = []
-    failed = False
-    with mlc_context():
-        for chunk in chunks:
-            diags: list[Diag] = []
-            mod = _process(chunk, stages, diags, args.input)
-            if args.verify_diagnostics:
-                problems = check_diagnostics(diags, parse_expectations(chunk))
-                for p in problems:
-                    print(f"{args.input}: {p}", file=sys.stderr)
-                failed |= bool(problems)
-            else:
-                for d in diags:
-                    where = f"{args.input}:{d.line}" if d.line is not None else args.input
-                    print(f"{where}: {d.severity}: {d.message}", file=sys.stderr)
-                if mod is None or any(d.severity == "error" for d in diags):
-                    failed = True
-                    continue
-            if mod is not None:
-                outputs.append(mod.operation.get_asm(print_generic_op_form=args.mlir_print_op_generic))
-    if not args.verify_diagnostics or not failed:
-        out = f"\n{SPLIT_MARKER}\n".join(outputs)
-        if args.output == "-":
-            sys.stdout.write(out)
+
+
+def _run(opts: Options) -> int:
+    from .driver import Driver
+
+    scripts = _read_scripts(opts)
+    driver = Driver(opts, scripts)  # validates passes and pipelines before reading the input
+    text = _read_input(opts.input)
+    binary = bool(opts.get("emit-bytecode"))
+    out = _open_output(opts.output, binary)
+    ok = False
+    try:
+        ok = driver.run(text, out)
+    finally:
+        if out not in (sys.stdout, sys.stdout.buffer):
+            out.close()
+            if not ok:
+                Path(opts.output).unlink(missing_ok=True)
         else:
-            Path(args.output).write_text(out)
-    return 1 if failed else 0
+            out.flush()
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -3,19 +3,17 @@ PTX, ptxas), kernels run and compared with NumPy only where a CUDA GPU is."""
 
 import re
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _benchmarks import load_benchmark
 from _cuda_util import ptxas
 
 import mlc_mlir as mlc
 from mlc_mlir import te
 from mlc_mlir.build.cuda import cuda_driver, device_arch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import cuda_schedules as cs  # noqa: E402
+cs = load_benchmark("cuda_schedules")
 
 needs_gpu = pytest.mark.skipif(cuda_driver() is None or device_arch() is None, reason="needs a CUDA GPU")
 

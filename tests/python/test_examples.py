@@ -58,6 +58,19 @@ def test_ch4_tune():
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")))
 def test_every_example_is_covered(name):
-    covered = {"ch2_transform_mm_relu.py", "ch4_stochastic_schedule.py", "ch6_gpu_vector_add.py", "mlp_digits.py",
-               "mlp_fusion.py", "ch4_tune.py"}
+    covered = {"ch2_transform_mm_relu.py", "ch4_stochastic_schedule.py", "ch5_pytorch_import.py",
+               "ch6_gpu_vector_add.py", "ch7_mutators.py", "mlp_digits.py", "mlp_fusion.py",
+               "ch4_tune.py"}
     assert name in covered, f"examples/{name} has no test in tests/python/test_examples.py"
+
+
+def test_ch5_pytorch_import():
+    pytest.importorskip("torch")
+    out = run_example("ch5_pytorch_import.py")
+    assert out.count("allclose: True") == 5 and "course translator maps allclose: True" in out
+
+
+def test_ch7_mutators():
+    out = run_example("ch7_mutators.py")
+    assert "gv0 = ewise_fma(x, y, y)" in out and "= @fused_matmul_add0(x, lv" in out
+    assert "MLPModelTIR agrees with NumPy on 64/64 test digits" in out

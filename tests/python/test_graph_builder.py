@@ -108,8 +108,8 @@ def test_dataflow_variable_outside_its_block():
         with bb.function("main", [x]):
             with bb.dataflow():
                 lv = bb.emit(op.relu(x))
-                bb.emit_output(lv)
-            bb.emit_func_output(lv)
+                bb.emit_output(op.relu(lv))
+            bb.emit_func_output(lv)  # lv was not exposed (TVM accepts only an emit_output'd one)
 
 
 def test_side_effect_inside_dataflow():

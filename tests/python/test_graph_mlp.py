@@ -1,6 +1,7 @@
 """The course's MLP on real data (scikit-learn digits): every variant equals NumPy."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +50,13 @@ def test_bind_params_and_graph_ops(mlp):
     assert check(module.build_mlp_ops(), [x, *weights], ref, y) > 0.93
 
 
-def test_example_main_runs(mlp, capsys):
+def test_example_main_runs(mlp, capsys, monkeypatch):
     module = mlp[0]
+    # main() imports its sibling examples/mlp_fusion.py, found beside the script when run as one
+    spec = importlib.util.spec_from_file_location("mlp_fusion", EXAMPLE.with_name("mlp_fusion.py"))
+    fusion = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fusion)
+    monkeypatch.setitem(sys.modules, "mlp_fusion", fusion)
     assert module.main() == 0
     out = capsys.readouterr().out
     assert out.count("argmax == NumPy: True") == 5

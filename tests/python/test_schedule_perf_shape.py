@@ -8,16 +8,14 @@ loop.
 """
 
 import re
-import sys
-from pathlib import Path
 
 import mlc_mlir as mlc
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import matmul_schedules  # noqa: E402
-from matmul_schedules import primitive_schedule  # noqa: E402
-
+from _benchmarks import load_benchmark
 from _schedule_util import check_matmul, matmul
+
+matmul_schedules = load_benchmark("matmul_schedules")
+primitive_schedule = matmul_schedules.primitive_schedule
 
 N = 256
 

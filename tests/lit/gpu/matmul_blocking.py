@@ -2,12 +2,9 @@
 """Course ch.6.3.1 local blocking: blockIdx.y/x and threadIdx.y/x loops merged into one
 2-D launch, the 8x8 accumulator private to each thread (registers, no local memory)."""
 
-import sys
+import mlc_mlir as mlc
 
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _cuda_util import matmul_blocking  # noqa: E402
-
-import mlc_mlir as mlc  # noqa: E402
+from _cuda_util import matmul_blocking  # tests/python/, on PYTHONPATH (lit.cfg.py)
 
 rt = mlc.build(matmul_blocking(256, local=8, block=8, tile_k=4).mod, target="cuda -arch=sm_90")
 

@@ -3,12 +3,11 @@
 the block's tiles of A and B in workgroup memory, fetched by all 64 threads with 4-wide
 accesses between barriers; each thread reads its 8-row (8-column) part of the tile."""
 
-import sys
+import mlc_mlir as mlc
 
-sys.path.insert(0, "%s/../../../benchmarks" % sys.path[0])
-import cuda_schedules  # noqa: E402
+from _benchmarks import load_benchmark  # tests/python/, on PYTHONPATH (lit.cfg.py)
 
-import mlc_mlir as mlc  # noqa: E402
+cuda_schedules = load_benchmark("cuda_schedules")
 
 rt = mlc.build(cuda_schedules.matmul_shared(256).mod, target="cuda -arch=sm_90")
 

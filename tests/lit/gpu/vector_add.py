@@ -1,12 +1,9 @@
 # RUN: %PYTHON %s | filecheck %s
 """Course ch.6.1 vector add, split by 128 and bound: gpu.launch, gpu.func, PTX entry."""
 
-import sys
+import mlc_mlir as mlc
 
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _cuda_util import vector_add  # noqa: E402
-
-import mlc_mlir as mlc  # noqa: E402
+from _cuda_util import vector_add  # tests/python/, on PYTHONPATH (lit.cfg.py)
 
 rt = mlc.build(vector_add(1024, 128).mod, target="cuda -arch=sm_90")
 

@@ -1,12 +1,9 @@
 # RUN: %PYTHON %s | filecheck %s
 """Twins of the compute_at / reverse_compute_at / decompose_reduction / blockize examples."""
 
-import sys
+from mlc_mlir.schedule import Schedule
 
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _schedule_util import matmul, mm_relu  # noqa: E402
-
-from mlc_mlir.schedule import Schedule  # noqa: E402
+from _schedule_util import matmul, mm_relu  # tests/python/, on PYTHONPATH (lit.cfg.py)
 
 
 def course_ch2(jfactor):

@@ -1,12 +1,9 @@
 # RUN: %PYTHON %s | filecheck %s
 """Course ch.6: blockize, special memory scopes (cache_read/cache_write), tensorize."""
 
-import sys
+from mlc_mlir.schedule import Schedule, TensorIntrin
 
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _schedule_util import matmul  # noqa: E402
-
-from mlc_mlir.schedule import Schedule, TensorIntrin  # noqa: E402
+from _schedule_util import matmul  # tests/python/, on PYTHONPATH (lit.cfg.py)
 
 TensorIntrin.register("tmm16", """
 func.func @tmm16_desc(%A: tensor<16x16xf32>, %B: tensor<16x16xf32>, %C: tensor<16x16xf32>) -> tensor<16x16xf32>

@@ -1,12 +1,9 @@
 # RUN: %PYTHON %s | filecheck %s
 """Twins of the split / reorder / fuse+parallel / vectorize docstring examples."""
 
-import sys
+from mlc_mlir.schedule import Schedule
 
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _schedule_util import mm_relu  # noqa: E402
-
-from mlc_mlir.schedule import Schedule  # noqa: E402
+from _schedule_util import mm_relu  # tests/python/, on PYTHONPATH (lit.cfg.py)
 
 
 def section(title, sch):

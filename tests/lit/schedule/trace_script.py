@@ -1,12 +1,9 @@
 # RUN: %PYTHON %s | filecheck %s
 """Course ch.4: the printed trace with decisions, and the same schedule as a transform script."""
 
-import sys
+from mlc_mlir.schedule import Schedule, apply_transform_script
 
-sys.path.insert(0, "%s/../../python" % sys.path[0])
-from _schedule_util import matmul  # noqa: E402
-
-from mlc_mlir.schedule import Schedule, apply_transform_script  # noqa: E402
+from _schedule_util import matmul  # tests/python/, on PYTHONPATH (lit.cfg.py)
 
 sch = Schedule(matmul())
 block_c = sch.get_block("C", "main")

@@ -1,0 +1,70 @@
+"""Helpers shared by the topi operators: shapes of te tensors, broadcasting indices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import TEError
+
+__all__ = ["dims", "te_dim", "bcast_index", "broadcast", "check_tensor", "normalize_axis", "const_int"]
+
+
+def check_tensor(x: Any, op: str, what: str = "argument") -> None:
+    """Raise :class:`TEError` unless ``x`` is a te tensor."""
+    from .. import te
+
+    if not isinstance(x, te.Tensor):
+        raise TEError(f"topi.{op}: {what} must be a te tensor (te.placeholder / te.compute), "
+                      f"got {type(x).__name__}")
+
+
+def dims(t: Any) -> tuple:
+    """The shape of te tensor ``t`` with symbolic sizes as their names."""
+    return tuple(d if isinstance(d, int) else d.name for d in t.shape)
+
+
+def te_dim(tensors: tuple, d: Any) -> Any:
+    """The te dimension object for dim ``d`` (a symbol name is looked up in ``tensors``)."""
+    if isinstance(d, int):
+        return d
+    for t in tensors:
+        for x in t.shape:
+            if not isinstance(x, int) and x.name == d:
+                return x
+    return d
+
+
+def bcast_index(t: Any, out_rank: int, idx: tuple) -> tuple:
+    """Indices into ``t`` for output indices ``idx`` under NumPy broadcasting."""
+    off = out_rank - len(t.shape)
+    return tuple(0 if isinstance(d, int) and d == 1 else idx[off + j] for j, d in enumerate(t.shape))
+
+
+def broadcast(op: str, a: Any, b: Any) -> tuple:
+    """The NumPy-broadcast shape of ``a`` and ``b`` as te dims; TEError if they do not broadcast."""
+    sa, sb = dims(a), dims(b)
+    out: list[Any] = []
+    for i in range(1, max(len(sa), len(sb)) + 1):
+        da = sa[-i] if i <= len(sa) else 1
+        db = sb[-i] if i <= len(sb) else 1
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            raise TEError(f"topi.{op}: shapes {sa} and {sb} do not broadcast (dimension {da} vs {db})")
+    return tuple(te_dim((a, b), d) for d in reversed(out))
+
+
+def normalize_axis(axis: Any, ndim: int, op: str) -> int:
+    """``axis`` in ``[0, ndim)`` (negative counts from the end); TEError when out of range."""
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -ndim <= axis < ndim:
+        raise TEError(f"topi.{op}: axis {axis!r} is out of range for a tensor of rank {ndim}")
+    return axis % ndim
+
+
+def const_int(value: Any, op: str, what: str) -> int:
+    """``value`` as a non-negative int; TEError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TEError(f"topi.{op}: {what} must be a non-negative int, got {value!r}")
+    return value

@@ -1,0 +1,9 @@
+func.func @first() {
+  return
+}
+
+// +++
+
+func.func @second() {
+  return
+}
