@@ -331,6 +331,8 @@ def _register_kinds() -> None:
         "cache_write": (Schedule.cache_write, "b"),
         "sample_perfect_tile": (Schedule.sample_perfect_tile, "v*"),
         "sample_categorical": (Schedule.sample_categorical, "v"),
+        "annotate": (Schedule.annotate, ""), "unannotate": (Schedule.unannotate, ""),
+        "get_child_blocks": (Schedule.get_child_blocks, "b*"), "enter_postproc": (Schedule.enter_postproc, ""),
     }
     for name, (fn, outputs) in prims.items():
         register_instruction_kind(InstructionKind(name, fn, positional=name in ("reorder", "fuse"),

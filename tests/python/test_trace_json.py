@@ -106,3 +106,15 @@ def test_failing_script_rolls_back_to_before_the_failing_primitive(monkeypatch):
     assert [inst.kind for inst in sch.trace.instructions][-1] == "reorder"
     assert "step %c4" in str(sch.mod)
     check_matmul(sch)
+
+
+def test_every_recorded_kind_is_registered():
+    import re
+    from pathlib import Path
+
+    import mlc_mlir.schedule as pkg
+
+    recorded = set()
+    for path in Path(pkg.__file__).parent.glob("*.py"):
+        recorded |= set(re.findall(r'_record\(\s*"([a-z_]+)"', path.read_text()))
+    assert recorded and recorded <= set(INSTRUCTION_KINDS), sorted(recorded - set(INSTRUCTION_KINDS))
