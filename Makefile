@@ -31,6 +31,11 @@ pytest: setup
 lit: setup
 	$(VENV)/bin/lit -q tests/lit
 
+.PHONY: fuzz
+# `make fuzz`: a long random Hypothesis search (tests/python/test_fuzz.py); replay with MLC_FUZZ_SEED=<seed>.
+fuzz: setup
+	MLC_FUZZ_EXAMPLES=$${MLC_FUZZ_EXAMPLES:-300} MLC_FUZZ_SEED=$${MLC_FUZZ_SEED:-$$(date +%s)} $(PY) -m pytest -q tests/python/test_fuzz.py
+
 # Build the sdist and wheel, install the wheel into a clean temporary venv and run a graph
 # model, mlc-opt and examples from outside the checkout (tests/package/check_wheel.py).
 package-check: setup

@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import cuda_schedules as cs  # noqa: E402
+import cuda_schedules as cs  # noqa: E402  (next to this script: importable when it runs)
 
 import mlc_mlir as mlc  # noqa: E402
 from mlc_mlir.build.cuda import device_arch  # noqa: E402

@@ -1,9 +1,14 @@
-"""Benchmark: mm_relu 128 (naive and hand-scheduled) and matmul 1024 (1 and 2 threads) vs NumPy.
+"""Benchmark: mm_relu 128 and matmul 1024 f32, each schedule next to NumPy (and PyTorch).
 
-Prints GFLOP/s and the ratio to NumPy/OpenBLAS measured in the same process with the same
-thread count. Schedules are the transform scripts in benchmarks/schedules/ and two
-schedules written with the ``mlc.Schedule`` primitives (:func:`primitive_schedule`,
-:func:`blocked_schedule`).
+Prints the host (CPU model, vector features, the register tile the target gives), then one
+line per figure (best of interleaved rounds): our compiled call (``time_evaluator``: arguments checked and marshalled
+once, outside the timed loop), GFLOP/s, and each reference's time with the ratio
+``ours / reference`` (below 1: faster). References run with the same thread count.
+
+Schedules: none (``mlc.build`` alone), the course's ch.2 schedule, the default rules
+(``mlc.schedule.rules.apply_rules``), the hand transform scripts of ``schedules/`` and the
+``mlc.Schedule`` matmul schedules of ``matmul_schedules.py``, all with the register tile
+of the host target.
 
     python benchmarks/bench_matmul.py [--quick]
 """
@@ -12,21 +17,21 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import time
-from pathlib import Path
 
-import numpy as np
-from threadpoolctl import threadpool_limits
+from bench_common import Figure, best_of, host_report, measure, torch_or_none
 
-import mlc_mlir as mlc
-from mlc_mlir.build.passes import memref_abi
-from mlc_mlir.build.pipeline import openmp_lib
-from matmul_schedules import blocked_schedule, primitive_schedule
+import numpy as np  # noqa: E402  (bench_common sets the OpenMP environment first)
+from threadpoolctl import threadpool_limits  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
+import mlc_mlir as mlc  # noqa: E402
+from matmul_schedules import blocked_schedule, primitive_schedule, render_script  # noqa: E402
+from mlc_mlir.build.passes import memref_abi  # noqa: E402
+from mlc_mlir.build.pipeline import openmp_lib  # noqa: E402
+from mlc_mlir.schedule.rules import apply_rules  # noqa: E402
 
 
 def matmul_text(n: int, relu: bool) -> str:
+    """``main(A, B, C)``: C = A @ B (block ``Y``), or C = max(A @ B, 0) (blocks ``Y``, ``C``)."""
     t = f"tensor<{n}x{n}xf32>"
     relu_op = f"""
   %c = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
@@ -49,74 +54,106 @@ func.func @main(%A: {t}, %B: {t}, %C: {t}) -> {t} attributes {{mlc.prim_func}} {
 }}"""
 
 
-def scheduled(mod: mlc.Module, script: str) -> mlc.Module:
-    """Apply a hand-written transform script to the memref-ABI form of ``mod``."""
+def scripted(mod: mlc.Module, script: str) -> mlc.Module:
+    """Apply a hand transform script (rendered for the host target) to the memref-ABI form."""
     mod = mod.clone()
     memref_abi(mod)
-    return mlc.schedule.apply_transform_script(mod, (HERE / "schedules" / script).read_text())
+    return mlc.schedule.apply_transform_script(mod, render_script(script, n=128))
 
 
-def gflops(n: int, seconds: float) -> float:
-    return 2 * n**3 / seconds / 1e9
+def ch2_schedule(mod: mlc.Module) -> mlc.Module:
+    """The course's ch.2 schedule: split j by 32, reorder(j0, k, j1), reverse_compute_at C."""
+    sch = mlc.Schedule(mod)
+    b = sch.get_block("Y")
+    i, j, k = sch.get_loops(b)
+    j0, j1 = sch.split(j, factors=[None, 32])
+    sch.reorder(j0, k, j1)
+    sch.reverse_compute_at(sch.get_block("C"), j0)
+    b = sch.get_block("Y")
+    sch.decompose_reduction(b, sch.get_loops(b)[2])
+    return sch.mod
 
 
-def numpy_time(a: np.ndarray, b: np.ndarray, relu: bool, threads: int, number: int) -> float:
-    with threadpool_limits(limits=threads):
+def rules(mod: mlc.Module) -> mlc.Module:
+    sch = mlc.Schedule(mod)
+    apply_rules(sch)
+    return sch.mod
+
+
+def references(a, b, relu: bool, threads: int, number: int) -> dict:
+    """NumPy (and PyTorch) timers for the same math on ``threads`` threads."""
+    def np_timer():
         f = (lambda: np.maximum(a @ b, 0)) if relu else (lambda: a @ b)
-        f()
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                f()
-            best = min(best, (time.perf_counter() - t0) / number)
-    return best
+        with threadpool_limits(limits=threads):
+            return best_of(f, number)
+
+    torch = torch_or_none()
+    torch_timer = None
+    if torch is not None:
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+
+        def torch_timer():
+            torch.set_num_threads(threads)
+            with torch.inference_mode():
+                return best_of((lambda: torch.relu(ta @ tb)) if relu else (lambda: ta @ tb), number)
+    return {"NumPy": np_timer, "PyTorch": torch_timer}
 
 
-def report(label: str, n: int, ours: float, ref: float) -> None:
-    print(f"{label:<66} {ours * 1e3:9.3f} ms {gflops(n, ours):7.1f} GFLOP/s   "
-          f"numpy {gflops(n, ref):7.1f} GFLOP/s   speed vs numpy {ref / ours:5.2f}x")
+def kernel_figure(label, mod, args, ref, number, threads, omp, flops, refs) -> Figure:
+    rt = mlc.build(mod)
+    out = args[-1]
+    out[...] = np.nan
+    rt["main"](*args)
+    np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-3)
+    timer = rt.time_evaluator("main", number=number, repeat=3)
+
+    def ours() -> float:
+        omp.omp_set_num_threads(threads)
+        return timer(*args).min
+    return Figure(f"{label} ({threads} thread{'s' if threads > 1 else ''})", ours, refs, flops)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and repetitions")
     args = parser.parse_args()
-    reps = 3 if args.quick else 10
+    rounds, reps = (3, 3) if args.quick else (7, 10)
+    print(host_report())
+    print("times: best of interleaved rounds; ratio = ours / reference (< 1: faster)\n")
     omp = ctypes.CDLL(openmp_lib())
     rng = np.random.default_rng(0)
 
     n = 128
-    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
     c = np.zeros((n, n), np.float32)
+    ref = np.maximum(a @ b, 0)
     mod = mlc.Module.parse(matmul_text(n, relu=True))
-    ref = numpy_time(a, b, True, 1, 50 * reps)
-    for label, m in [("mm_relu 128, naive build", mod),
-                     ("mm_relu 128, schedules/mm_relu128.mlir", scheduled(mod, "mm_relu128.mlir"))]:
-        rt = mlc.build(m)
-        rt["main"](a, b, c)
-        np.testing.assert_allclose(c, np.maximum(a @ b, 0), rtol=1e-4)
-        t = rt.time_evaluator("main", number=20 * reps, repeat=3)(a, b, c).min
-        report(label + " (1 thread)", n, t, ref)
+    figs = []
+    for label, m, threads in [("mm_relu 128, no schedule", mod, 1),
+                              ("mm_relu 128, course ch.2 schedule", ch2_schedule(mod), 1),
+                              ("mm_relu 128, default rules (apply_rules)", rules(mod), 2),
+                              ("mm_relu 128, schedules/mm_relu128.mlir", scripted(mod, "mm_relu128.mlir"), 1),
+                              ("mm_relu 128, schedules/mm_relu128_parallel.mlir",
+                               scripted(mod, "mm_relu128_parallel.mlir"), 2)]:
+        number = 5 * reps if label.endswith("no schedule") else 50 * reps
+        figs.append(kernel_figure(label, m, (a, b, c), ref, number, threads, omp, 2 * n**3,
+                                  references(a, b, True, threads, number)))
+    measure(figs, rounds)
 
     n = 1024
     a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
     c = np.zeros((n, n), np.float32)
+    ref = a @ b
     mod = mlc.Module.parse(matmul_text(n, relu=False))
-    for label, m in [("schedules/matmul1024.mlir", scheduled(mod, "matmul1024.mlir")),
-                     ("mlc.Schedule primitives", primitive_schedule(mod).mod),
-                     ("mlc.Schedule blocked + cache_read B", blocked_schedule(mod).mod)]:
-        rt = mlc.build(m)
-        c[:] = 0
-        rt["main"](a, b, c)
-        np.testing.assert_allclose(c, a @ b, rtol=1e-3)
-        times = {}
+    figs = []
+    for label, m in [("matmul 1024, schedules/matmul1024.mlir", scripted(mod, "matmul1024.mlir")),
+                     ("matmul 1024, mlc.Schedule primitives", primitive_schedule(mod).mod),
+                     ("matmul 1024, mlc.Schedule blocked + cache_read B", blocked_schedule(mod).mod),
+                     ("matmul 1024, default rules (apply_rules)", rules(mod))]:
         for threads in (1, 2):
-            omp.omp_set_num_threads(threads)
-            times[threads] = rt.time_evaluator("main", number=reps, repeat=3)(a, b, c).min
-            report(f"matmul 1024, {label}, {threads} thread(s)", n, times[threads],
-                   numpy_time(a, b, False, threads, reps))
-        print(f"two-thread speed-up ({label}): {times[1] / times[2]:.2f}x")
+            figs.append(kernel_figure(label, m, (a, b, c), ref, reps, threads, omp, 2 * n**3,
+                                      references(a, b, False, threads, reps)))
+    measure(figs, max(3, rounds // 2))
 
 
 if __name__ == "__main__":

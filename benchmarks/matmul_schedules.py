@@ -1,25 +1,74 @@
-"""The matmul schedules written with the course primitives (``mlc.Schedule``).
+"""The matmul schedules of the benchmarks, their register tile derived from the target.
 
-Shared by benchmarks/bench_matmul.py (times them at 1024) and
-tests/python/test_schedule_perf_shape.py (checks their code shape at 256).
+Two kinds: schedules written with the course primitives (``mlc.Schedule``:
+:func:`primitive_schedule`, :func:`blocked_schedule`) and hand-written transform scripts
+(``schedules/*.mlir``, templates rendered by :func:`render_script`). Each takes its
+register tile ``MR x NR`` from :func:`register_tile`: the target's
+(:meth:`mlc_mlir.target.Target.register_tile`, AVX2 f32 6 x 16, AVX-512 14 x 32) with the
+rows cut to a divisor of the block so that every tile is full.
+
+Shared by benchmarks/bench_matmul.py (times them) and tests/python/test_schedule_perf_shape.py,
+tests/python/test_bench_schedules.py (check their code and results).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mlc_mlir as mlc
+from mlc_mlir.target import Target
 
-__all__ = ["primitive_schedule", "blocked_schedule"]
+__all__ = ["register_tile", "render_script", "primitive_schedule", "blocked_schedule"]
+
+SCHEDULES = Path(__file__).resolve().parent / "schedules"
 
 
-def primitive_schedule(mod: mlc.Module, *, block: str = "Y") -> mlc.Schedule:
-    """8x32 register tile of ``block``: rows split by 8 (unrolled), columns by 32
-    (vectorized), k by 256; the 8-row blocks run in parallel."""
+def register_tile(target: Target | str | None = None, rows: int | None = None) -> tuple[int, int]:
+    """(MR, NR): the target's f32 register tile, MR cut to the largest divisor of ``rows``."""
+    mr, nr = Target.of(target).register_tile("float32")
+    if rows is not None:
+        mr = max(d for d in range(1, mr + 1) if rows % d == 0)
+    return mr, nr
+
+
+def render_script(name: str, target: Target | str | None = None, n: int = 128) -> str:
+    """The transform script ``schedules/<name>`` with the target's register tile filled in.
+
+    ``mm_relu128.mlir``: rows [0, SPLIT) in MR x NR tiles, the rest in MR2 x NR tiles
+    (SPLIT the largest multiple of MR leaving a multiple of 4 rows);
+    ``mm_relu128_parallel.mlir``: the same in each of ``num_cores`` blocks of rows. ``matmul1024.mlir``:
+    MR cut to a divisor of its 256-row cache block.
+    """
+    text = (SCHEDULES / name).read_text()
+    if "@SPLIT@" in text:
+        mr, nr = register_tile(target)
+        if "@ROWS@" in text:  # one block of rows per core; the split is inside a block
+            n = n // max(d for d in range(1, Target.of(target).num_cores + 1) if n % d == 0)
+            text = text.replace("@ROWS@", str(n))
+        split = max(s for s in range(0, n + 1, mr) if (n - s) % 4 == 0)
+        mr2 = 4 if split < n else mr
+        if split == n:  # every row in MR x NR tiles: split off nothing but keep the script's shape
+            split, mr2 = n - mr, mr
+        subs = {"@MR@": mr, "@NR@": nr, "@SPLIT@": split, "@MR2@": mr2}
+    else:
+        mr, nr = register_tile(target, rows=256)
+        subs = {"@MR@": mr, "@NR@": nr}
+    for key, value in subs.items():
+        text = text.replace(key, str(value))
+    return text
+
+
+def primitive_schedule(mod: mlc.Module, *, block: str = "Y", target: Target | str | None = None,
+                       k_block: int = 256) -> mlc.Schedule:
+    """MR x NR register tile of ``block`` (MR rows unrolled, NR columns vectorized), k by
+    ``k_block``; the MR-row blocks run in parallel."""
     sch = mlc.Schedule(mod)
     b = sch.get_block(block)
     i, j, k = sch.get_loops(b)
-    i0, i1 = sch.split(i, [None, 8])
-    j0, j1 = sch.split(j, [None, 32])
-    k0, k1 = sch.split(k, [None, 256])
+    mr, nr = register_tile(target, rows=256)
+    i0, i1 = sch.split(i, [None, mr])
+    j0, j1 = sch.split(j, [None, nr])
+    k0, k1 = sch.split(k, [None, k_block])
     sch.reorder(i0, j0, k0, k1, i1, j1)
     sch.parallel(i0)
     sch.vectorize(j1)
@@ -29,16 +78,17 @@ def primitive_schedule(mod: mlc.Module, *, block: str = "Y") -> mlc.Schedule:
 
 
 def blocked_schedule(mod: mlc.Module, *, block: str = "Y", row_tiles: int = 32, k_block: int = 256,
-                     vectorize_copy: bool = True) -> mlc.Schedule:
-    """The same 8x32 register tile inside cache blocks: ``row_tiles`` x 8 rows per parallel
+                     vectorize_copy: bool = True, target: Target | str | None = None) -> mlc.Schedule:
+    """The same register tile inside cache blocks: ``row_tiles`` x MR rows per parallel
     block, k by ``k_block``, and the tile of B that the block's register tiles share copied
-    into a local (contiguous) buffer, ``cache_read`` + ``compute_at`` (32 floats at a time
+    into a local (contiguous) buffer, ``cache_read`` + ``compute_at`` (NR floats at a time
     when ``vectorize_copy``)."""
     sch = mlc.Schedule(mod)
     b = sch.get_block(block)
     i, j, k = sch.get_loops(b)
-    i0, i1, i2 = sch.split(i, [None, row_tiles, 8])
-    j0, j1 = sch.split(j, [None, 32])
+    mr, nr = register_tile(target, rows=256)
+    i0, i1, i2 = sch.split(i, [None, row_tiles, mr])
+    j0, j1 = sch.split(j, [None, nr])
     k0, k1 = sch.split(k, [None, k_block])
     sch.reorder(i0, k0, j0, i1, k1, i2, j1)
     sch.parallel(i0)

@@ -12,6 +12,7 @@ __all__ = [
     "LoweringError",
     "RuntimeError_",
     "ArgumentError",
+    "AllocationError",
     "InstallError",
     "TuneError",
     "check",
@@ -52,6 +53,10 @@ class RuntimeError_(MlcError):
 
 class ArgumentError(RuntimeError_):
     """Arguments of a compiled function call that do not match its signature."""
+
+
+class AllocationError(RuntimeError_, MemoryError):
+    """Compiled code could not allocate a buffer (``malloc`` returned NULL): out of memory."""
 
 
 class InstallError(MlcError):

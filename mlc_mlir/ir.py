@@ -14,8 +14,9 @@ from mlir import ir
 
 from .context import diagnostics_text, mlc_context
 from .errors import MlcError, ParseError
+from .parse_guard import MAX_NESTING, guarded_parse
 
-__all__ = ["Module", "Function", "Op", "GlobalVar", "FunctionNames"]
+__all__ = ["Module", "Function", "Op", "GlobalVar", "FunctionNames", "guarded_parse", "MAX_NESTING"]
 
 
 _OP_PREFIXES = ("relax.op.nn.", "relax.op.", "relax.nn.", "relax.", "mlc.")
@@ -155,14 +156,21 @@ class Module:
         return cls({func.name: func})
 
     # -- construction ------------------------------------------------------------------
+    #: :func:`guarded_parse`, reachable from tools that import only ``Module``.
+    guarded_parse = staticmethod(guarded_parse)
+
     @classmethod
     def parse(cls, text: str, *, source_name: str = "<string>") -> Module:
-        """Parse and verify MLIR text; raise :class:`ParseError` naming each diagnostic."""
+        """Parse and verify MLIR text; raise :class:`ParseError` naming each diagnostic.
+
+        Text that would crash the upstream parser is refused first (see :func:`guarded_parse`):
+        a lone surrogate, brackets nested deeper than :data:`MAX_NESTING`.
+        """
         if not isinstance(text, str):
             raise ParseError(f"Module.parse expects MLIR text (str), got {type(text).__name__}")
         with mlc_context():
             try:
-                mod = ir.Module.parse(text)
+                mod = guarded_parse(text, source_name=source_name, report=False)
             except ir.MLIRError as exc:
                 raise ParseError(f"cannot parse {source_name}:\n{diagnostics_text(exc)}") from None
         return cls(mod)
@@ -173,7 +181,14 @@ class Module:
         path = Path(path)
         if not path.is_file():
             raise ParseError(f"no such MLIR file: {path}")
-        return cls.parse(path.read_text(), source_name=str(path))
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except OSError as exc:
+            raise ParseError(f"cannot read MLIR file {path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"MLIR file {path} is not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset "
+                             f"{exc.start}") from None
+        return cls.parse(text, source_name=str(path))
 
     def clone(self) -> Module:
         """A deep copy (transformable without touching this module); locations, hence

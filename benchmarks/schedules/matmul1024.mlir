@@ -1,5 +1,6 @@
 // matmul 1024x1024x1024 f32: a hand-written schedule as a transform script.
-// Cache blocking 256x256 (scf.forall -> OpenMP threads), k blocking 256, 8x32 register tile,
+// Cache blocking 256x256 (scf.forall -> OpenMP threads), k blocking 256, @MR@x@NR@ register tile
+// (a template: benchmarks/matmul_schedules.py renders the target's tile, e.g. 4x16 on AVX2),
 // B packed (nofold pad + hoist_pad), vectorized, accumulators hoisted, outer-product FMAs.
 // Applied to the memref-ABI form (the script bufferizes); mlc.build finishes the lowering.
 // Used by benchmarks/bench_matmul.py and tests/python/test_bench_schedules.py.
@@ -15,15 +16,15 @@ module attributes {transform.with_named_sequence} {
     // L2 (k blocking): KC
     %mm2, %lk = transform.structured.tile_using_for %mm1 tile_sizes [0, 0, 256]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    // register tile MRxNR = 8x32 (16 zmm accumulators on AVX-512, 32 ymm on AVX2), then k by 1
-    %mm3, %li, %lj = transform.structured.tile_using_for %mm2 tile_sizes [8, 32, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    // register tile MRxNR from the target (AVX2 f32: 4x16 = 8 ymm accumulators; AVX-512: 8x32), then k by 1
+    %mm3, %li, %lj = transform.structured.tile_using_for %mm2 tile_sizes [@MR@, @NR@, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     %mm3p, %pad, %cpy = transform.structured.pad %mm3 {padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2], nofold_flags = [0, 1, 0], copy_back_op = "none"} : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     %p_b = transform.get_producer_of_operand %mm3p[1] : (!transform.any_op) -> !transform.any_op
     %h_b = transform.structured.hoist_pad %p_b by 2 loops : (!transform.any_op) -> !transform.any_op
 
     %mm4, %lkr = transform.structured.tile_using_for %mm3p tile_sizes [0, 0, 1]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %fill2, %lfi, %lfj = transform.structured.tile_using_for %fill1 tile_sizes [8, 32]
+    %fill2, %lfi, %lfj = transform.structured.tile_using_for %fill1 tile_sizes [@MR@, @NR@]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     // vectorize (matmul tile -> vector.contract, fill tile -> vector.transfer_write)
     %func = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op

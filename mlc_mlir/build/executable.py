@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import statistics
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -268,17 +270,36 @@ class RuntimeModule:
         return evaluate
 
     def get_source(self, fmt: str = "llvm") -> str:
-        """Source of the compiled code: ``"mlir"`` (input), ``"llvm-dialect"``, ``"llvm"`` (LLVM IR), ``"asm"``."""
+        """Source of the compiled code.
+
+        ``"mlir"`` (input), ``"llvm-dialect"`` (after the pipeline), ``"llvm"`` (LLVM IR
+        handed to the JIT, before its O3 middle end), ``"asm"`` (the disassembled machine
+        code the JIT runs: its object file, after O3 and instruction selection for the
+        target's CPU).
+        """
         if fmt == "mlir":
             return self._source
         if fmt == "llvm-dialect":
             return str(self._lowered)
-        if fmt in ("llvm", "ll", "asm", "s"):
-            llvm_ir = _run_tool(["mlir-translate", "--mlir-to-llvmir"], str(self._lowered))
-            if fmt in ("llvm", "ll"):
-                return llvm_ir
-            return _run_tool(["llc", "-O3", "-mcpu=native"], llvm_ir)
+        if fmt in ("llvm", "ll"):
+            return _run_tool(["mlir-translate", "--mlir-to-llvmir"], str(self._lowered))
+        if fmt in ("asm", "s"):
+            return _jit_disassembly(self.engine)
         raise MlcError(f"get_source: unknown format {fmt!r}; use 'mlir', 'llvm-dialect', 'llvm' or 'asm'")
+
+
+def _jit_disassembly(engine: ExecutionEngine) -> str:
+    """``llvm-objdump -d`` of the object file the JIT compiled (built with ``enable_object_dump``)."""
+    with tempfile.TemporaryDirectory(prefix="mlc-asm-") as tmp:
+        path = os.path.join(tmp, "jit.o")
+        engine.dump_to_object_file(path)
+        if not os.path.isfile(path) or os.path.getsize(path) == 0:
+            raise BuildError("get_source('asm'): the JIT kept no object file (engine built without object dump)")
+        argv = [tool_path("llvm-objdump"), "-d", "--no-show-raw-insn", "--symbolize-operands", path]
+        proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{' '.join(argv)} failed (exit {proc.returncode}):\n{proc.stderr}")
+    return proc.stdout.replace(path, "<jit>")
 
 
 def _run_tool(cmd: list[str], stdin: str) -> str:

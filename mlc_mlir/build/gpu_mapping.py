@@ -67,7 +67,7 @@ class Kernel:
 
 
 def _is_pure(op: ir.Operation) -> bool:
-    return op.name in _PURE_OPS or op.name.startswith(("arith.", "index."))
+    return op.name in _PURE_OPS or op.name.startswith(("arith.", "index.", "ub."))
 
 
 def _loop_name(op: ir.Operation) -> str:
@@ -258,6 +258,10 @@ def _check_kernel_body(root: ir.Operation) -> None:
             callee = op.attributes["callee"] if "callee" in op.attributes else "?"
             errors.append(f"call of {callee} inside a GPU kernel (tensorize micro-kernels and calls are "
                           "not supported by the cuda build)")
+        elif op.name.startswith("vector."):
+            errors.append(f"{op.name} inside a GPU kernel (a loop vectorized with sch.vectorize under GPU-bound "
+                          "loops): the cuda build does not lower vector operations; leave that loop serial "
+                          "or bind it to threadIdx")
         elif op.name == "memref.alloc" and not ir.MemRefType(op.results[0].type).has_static_shape:
             errors.append("a buffer with a dynamic shape is allocated inside a GPU kernel")
         return ir.WalkResult.INTERRUPT if errors else ir.WalkResult.ADVANCE

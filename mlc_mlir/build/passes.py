@@ -23,9 +23,10 @@ def memref_abi(mod: Module) -> Module:
 @register_pass("lower-to-llvm", "memref ABI, bufferization and the CPU pipeline down to the LLVM dialect")
 def lower_to_llvm(mod: Module) -> Module:
     """Run the whole CPU build pipeline of ``mlc.build`` (without the JIT)."""
-    memref_abi(mod)
     with mlc_context():
-        run_stages(mod.mlir_module, cpu_stages(parallel=uses_parallel_loops(mod.mlir_module)))
+        signatures = to_memref_abi(mod.mlir_module)
+        run_stages(mod.mlir_module, cpu_stages(parallel=uses_parallel_loops(mod.mlir_module),
+                                               signatures=signatures))
     return mod
 
 

@@ -8,12 +8,13 @@ labelled with the stage names below.
 from __future__ import annotations
 
 import ctypes.util
+import functools
 import importlib.metadata
 import logging
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,11 @@ from mlir.passmanager import PassManager
 from ..context import diagnostics_text, mlc_context
 from ..errors import LoweringError
 from ..log import print_ir
+from ..target import Target
+from .abi import FuncSignature
+from .alloc_check import check_allocations
+from .codegen_flags import check_fastmath, set_fastmath, set_noalias, set_target_attrs
+from .guards import reject_unsupported
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "cpu_stages", "run_stages", "run_pipeline", "mlir_lib", "openmp_lib", "tool_path"]
@@ -61,13 +67,24 @@ def uses_parallel_loops(module: ir.Module) -> bool:
     return _has_op(module, ("scf.forall", "scf.parallel"))
 
 
-def cpu_stages(*, parallel: bool) -> list[Stage]:
-    """The stages from tensor programs (after the ABI rewrite) to the LLVM dialect."""
+def cpu_stages(*, parallel: bool, signatures: Mapping[str, FuncSignature] | None = None,
+               fastmath: str = "contract", target: Target | str | None = None) -> list[Stage]:
+    """The stages from tensor programs (after the ABI rewrite) to the LLVM dialect.
+
+    Args:
+        parallel: the module has parallel loops (lowered to OpenMP).
+        signatures: the public functions' memref signatures (from the ABI rewrite):
+            their memref arguments get ``noalias`` after ``to-llvm`` (see codegen_flags.py).
+        fastmath: ``#arith.fastmath`` flags put on float arith ops before ``to-llvm``.
+        target: the CPU target; ``-mcpu`` / ``-mattr`` become function attributes.
+    """
     x86 = platform.machine() in ("x86_64", "AMD64")
     vector_to_llvm = "convert-vector-to-llvm{enable-x86vector=true}" if x86 else "convert-vector-to-llvm"
     threads = ("scf-forall-to-parallel,convert-scf-to-openmp,canonicalize" if parallel
                else "scf-forall-to-for")
-    return [
+    target = Target.of(target)
+    stages = [
+        Stage("check-input", reject_unsupported),  # BuildError instead of an abort (guards.py)
         Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
         Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         Stage("simplify", "canonicalize,cse"),
@@ -78,12 +95,19 @@ def cpu_stages(*, parallel: bool) -> list[Stage]:
         Stage("vectors", "func.func(lower-vector-multi-reduction),convert-vector-to-scf"),
         Stage("control-flow", "convert-scf-to-cf,expand-strided-metadata,lower-affine"),
         Stage("math", "math-expand-ops,convert-math-to-llvm,convert-math-to-libm"),
+        Stage("fastmath", functools.partial(set_fastmath, fastmath=check_fastmath(fastmath))),
         Stage("to-llvm", ",".join([
             vector_to_llvm, "convert-arith-to-llvm", "finalize-memref-to-llvm",
             "convert-index-to-llvm", "convert-func-to-llvm", "convert-cf-to-llvm",
             "convert-ub-to-llvm"] + (["convert-openmp-to-llvm"] if parallel else []) +
             ["reconcile-unrealized-casts"])),
+        Stage("checked-alloc", check_allocations),  # a failed malloc raises (alloc_check.py)
     ]
+    if signatures:
+        stages.append(Stage("noalias", functools.partial(set_noalias, signatures=signatures)))
+    if target.llvm_function_attrs()[0] is not None:
+        stages.append(Stage("target", functools.partial(set_target_attrs, target=target)))
+    return stages
 
 
 def run_pipeline(module: ir.Module, passes: str, *, stage: str = "pipeline") -> None:

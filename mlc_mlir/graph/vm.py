@@ -47,6 +47,7 @@ from .optimize import optimize
 from .outline import inline_graph_calls
 from .dps_packed import resolve_packed_calls
 from .verify import verify_graph
+from ..schedule import rules as schedule_rules
 
 __all__ = ["build", "Executable", "VirtualMachine", "GraphFunction"]
 
@@ -156,6 +157,7 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
     with mlc_context():
         inline_graph_calls(work.mlir_module)  # primitive functions FuseTIR did not turn into programs
     legalize(work, op_map)
+    work = schedule_rules.graph_default_schedule(work, target, opt_level)  # target-chosen schedules
     optimized = clone_module(work)
     with mlc_context():
         checks = static_extent_checks(optimized.mlir_module)
@@ -165,7 +167,7 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
                          "use mlc.build for tensor programs alone")
     errors = _CallbackErrors()
     callbacks = {c.symbol: _make_callback(c, errors) for c in env_calls}
-    rt = compile_module(work, opt_level=llvm_opt_level, print_after_all=print_after_all,
+    rt = compile_module(work, opt_level=llvm_opt_level, print_after_all=print_after_all, target=target,
                         extra_stages=_GRAPH_STAGES, callbacks=callbacks, after_call=errors.reraise)
     return Executable(rt, signatures, env_calls, errors, mod, optimized, checks)
 

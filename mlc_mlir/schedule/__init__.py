@@ -9,6 +9,7 @@ from .apply import apply_transform_script
 from .intrin import TensorIntrin
 from .schedule import Schedule
 from .trace import INSTRUCTION_KINDS, BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Trace
+from . import rules  # noqa: E402  (default schedule rules: rules.apply_rules; after Schedule)
 
 __all__ = [
     "Schedule",
@@ -21,4 +22,5 @@ __all__ = [
     "ExprRV",
     "TensorIntrin",
     "apply_transform_script",
+    "rules",
 ]

@@ -10,6 +10,7 @@ from ..errors import ScheduleError
 from ..ir import Module
 from .buffers import compact_cache_buffers
 from .intrin import apply_tensorize
+from .isolate import dry_run_in_child, is_provably_safe
 
 __all__ = ["apply_transform_script", "run_transform", "ENTRY_POINT"]
 
@@ -59,8 +60,13 @@ def run_transform(payload: ir.Module, tmod: ir.Module, *, what: str = "schedule"
         raise ScheduleError(f"{what}: the transformed module does not verify:\n{diagnostics_text(exc)}") from None
 
 
-def apply_transform_script(mod: Module, script_text: str) -> Module:
+def apply_transform_script(mod: Module, script_text: str, *, isolate: bool | None = None) -> Module:
     """Apply a hand-written transform script to a copy of ``mod``; return the copy.
+
+    A script that uses ops beyond matching, tiling, fusion and vectorization cannot be
+    proven unable to abort the upstream interpreter: it is tried first in a child process
+    (:mod:`.isolate`; ``isolate=True`` forces that, ``False`` skips it), so a crash becomes
+    a ``ScheduleError``.
 
     The script is a module with the ``transform.with_named_sequence`` attribute holding
     ``transform.named_sequence @__transform_main(%root: !transform.any_op)``. Knobs
@@ -81,8 +87,8 @@ def apply_transform_script(mod: Module, script_text: str) -> Module:
         new_mod = mlc.schedule.apply_transform_script(mod, script)
 
     Raises:
-        ScheduleError: the script does not parse, has no entry point, or fails (the
-            message carries the interpreter's diagnostics).
+        ScheduleError: the script does not parse, has no entry point, fails (the
+            message carries the interpreter's diagnostics) or crashes its trial process.
     """
     if not isinstance(mod, Module):
         raise ScheduleError(f"apply_transform_script expects an mlc.Module, got {type(mod).__name__}")
@@ -94,5 +100,9 @@ def apply_transform_script(mod: Module, script_text: str) -> Module:
             tmod = ir.Module.parse(script_text)
         except ir.MLIRError as exc:
             raise ScheduleError(f"transform script does not parse:\n{diagnostics_text(exc)}") from None
+        _entry(tmod)
+        if isolate or (isolate is None and not is_provably_safe(tmod)):
+            dry_run_in_child(out.operation.get_asm(print_generic_op_form=True, large_elements_limit=None,
+                                                   enable_debug_info=True), script_text)
         run_transform(out.mlir_module, tmod, what="apply_transform_script")
     return out

@@ -119,6 +119,7 @@ class BlockPrimitives:
             role = f"produces an input of {moved.name!r}"
         if not related:
             raise ScheduleError(f"{what}: no block under loop {lp.name} ({', '.join(lp.parts)}) {role}")
+        _check_group_consumers(fstate, set(lp.parts) | {moved.name}, lp.name, what)
         return fstate, moved, uid, related[0]
 
     def _attach(self, fstate: FuncState, moved: BlockState, prefix: list[int],
@@ -284,6 +285,22 @@ class BlockPrimitives:
                                     f"{intrin.signature[2]}, body {list(intrin.signature[5])})")
             bstate.tensorized = intrin.name
             self._record("tensorize", [("block_or_loop", block_or_loop), ("tensor_intrin", tensor_intrin)])
+
+
+def _check_group_consumers(fstate: FuncState, group: set[str], loop: str, what: str) -> None:
+    """Legality of a loop nest shared by ``group``: a block of the group whose result another
+    block of the group reads is computed tile by tile inside the shared loops, so no block
+    outside the group may read it (it would need the whole tensor; upstream's fusion of
+    such a producer aborts the process)."""
+    for name in sorted(group):
+        readers = sorted(b.name for b in fstate.blocks.values()
+                         if _operand_from(b, name, strict=False) is not None)
+        inside = [r for r in readers if r in group]
+        outside = [r for r in readers if r not in group]
+        if inside and outside:
+            raise ScheduleError(f"{what}: block {name!r} would be computed tile by tile under loop {loop} for "
+                                f"{inside}, but block(s) {outside} outside that loop also read its result; "
+                                "a producer read both inside and outside shared loops is not supported")
 
 
 def _operand_from(block: BlockState, producer: str, *, strict: bool = True) -> int | None:

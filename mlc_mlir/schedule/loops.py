@@ -24,7 +24,10 @@ def _factor(value: Any, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, ExprRV):
-        return value.value
+        value = value.value
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ScheduleError(f"{what}: a sampled factor must be a positive int, got {value!r}")
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScheduleError(f"{what}: factors must be positive ints, sampled values or None, got {value!r}")
     if value <= 0:
@@ -75,6 +78,10 @@ class LoopPrimitives:
         with self._edit():
             block = fstate.block_of_loop(uid, "split")
             old = fstate.loops[uid]
+            if old.kind != "serial":
+                how = f"bound to {old.thread}" if old.kind == "bound" else old.kind
+                raise ScheduleError(f"split: loop {old.name} is already {how}; splitting it would drop that "
+                                    "annotation (split first, then annotate the new loops)")
             parts = old.parts[block.name]
             if len(parts) != 1:
                 if block.cache_scope == "shared":  # cooperative fetching (course ch.6)

@@ -48,8 +48,8 @@ class SamplingPrimitives:
             # v4, v5 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=[32, 4])
 
         Raises:
-            ScheduleError: a dynamic extent, ``n < 1``, or a ``decision`` that is not a valid
-                tiling.
+            ScheduleError: a dynamic extent, ``n < 1``, no tiling within
+                ``max_innermost_factor``, or a ``decision`` that is not a valid tiling.
         """
         limit = DEFAULT_MAX_INNERMOST if max_innermost_factor is None else max_innermost_factor
         if not isinstance(n, int) or n < 1:
@@ -61,6 +61,9 @@ class SamplingPrimitives:
         if extent is None:
             raise ScheduleError(f"sample_perfect_tile: loop {loop.name} has a dynamic extent")
         options = perfect_tilings(extent, n, limit)
+        if not options:
+            raise ScheduleError(f"sample_perfect_tile: no tiling of loop {loop.name} (extent {extent}) into {n} "
+                                f"factors has an innermost factor <= max_innermost_factor={limit}")
         if decision is None:
             choice = self._rng.choice(options)
         else:

@@ -208,6 +208,7 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
         succeeds (it is re-emitted when next read)."""
         saved = copy.deepcopy(self._funcs)
         count = len(self._insts)
+        before = (self._mod, self._script, self._dirty, list(self._pending))
         try:
             yield
             for fstate in self._funcs.values():
@@ -215,6 +216,9 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
         except BaseException:
             self._funcs = saved
             del self._insts[count:]
+            # the state is the one before the call: so is its module (a re-emission would
+            # print the same program differently from a replay of the trace)
+            self._mod, self._script, self._dirty, self._pending = before
             raise
         if changes_ir:
             self._pending.append((count, saved))

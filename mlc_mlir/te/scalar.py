@@ -10,7 +10,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, linalg, math
 
-from .dtypes import BOOL, is_float, mlir_type
+from .dtypes import BOOL, int_range, is_float, mlir_type
 from .expr import BinaryOp, Call, Cast, Compare, Const, Expr, IterVar, Select, TensorRead, Var, walk
 
 __all__ = ["ScalarEmitter", "constant", "combine"]
@@ -46,10 +46,43 @@ def _binary(op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
         if op == "floormod":
             return arith.subf(a, arith.mulf(math.floor(arith.divf(a, b)), b))
         return _FLOAT_BINARY[op](a, b)
-    if op == "floormod":
-        # floormod(a, b) = a - floordiv(a, b) * b: its sign is b's, as Python's %.
-        return arith.subi(a, arith.muli(arith.floordivsi(a, b), b))
+    if op in ("floordiv", "floormod"):
+        return _int_floor_divmod(op, a, b, dtype)
     return _INT_BINARY[op](a, b)
+
+
+def _int_floor_divmod(op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
+    """Integer ``a // b`` / ``a % b`` with NumPy's results on every input (no trap, no UB).
+
+    Floor semantics: ``//`` rounds toward minus infinity and ``%`` has the sign of ``b``
+    (Python's). Where NumPy warns, the result is NumPy's, without the warning: ``x // 0``
+    and ``x % 0`` are 0; ``INT_MIN // -1`` wraps to ``INT_MIN`` and ``INT_MIN % -1`` is 0.
+    The hardware divides by a safe divisor (1 in those cases), so it never traps.
+    """
+    divisor = _constant_int(b)
+    if divisor is not None and divisor not in (0, -1):  # nothing to guard
+        quot = arith.floordivsi(a, b)
+        return quot if op == "floordiv" else arith.subi(a, arith.muli(quot, b))
+    lo, _ = int_range(dtype)
+    zero, one = constant(0, dtype), constant(1, dtype)
+    b_zero = arith.cmpi(arith.CmpIPredicate.eq, b, zero)
+    overflow = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, a, constant(lo, dtype)),
+                          arith.cmpi(arith.CmpIPredicate.eq, b, constant(-1, dtype)))
+    safe_b = arith.select(arith.ori(b_zero, overflow), one, b)
+    quot = arith.floordivsi(a, safe_b)
+    # floormod(a, b) = a - floordiv(a, b) * b: its sign is b's, as Python's %.
+    res = quot if op == "floordiv" else arith.subi(a, arith.muli(quot, safe_b))
+    return arith.select(b_zero, zero, res)
+
+
+def _constant_int(v: ir.Value) -> int | None:
+    owner = v.owner
+    if isinstance(owner, ir.OpView):
+        owner = owner.operation
+    if not isinstance(owner, ir.Operation) or owner.name != "arith.constant":
+        return None
+    attr = owner.attributes["value"]
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
 
 
 def _cast(v: ir.Value, src: str, dst: str) -> ir.Value:

@@ -66,7 +66,9 @@ def parse_chunk(chunk: Chunk) -> ir.Module:
     if isinstance(chunk.text, bytes):  # MLIR bytecode
         return ir.Module.parse(chunk.text)
     padded = "\n" * (chunk.line - 1) + " " * (chunk.col - 1) + chunk.text
-    return ir.Module.parse(padded)
+    from ..parse_guard import guarded_parse  # too deep / not Unicode: refused, not a crash
+
+    return guarded_parse(padded)
 
 
 def _relocate(module: ir.Module, name: str, chunk: Chunk) -> None:

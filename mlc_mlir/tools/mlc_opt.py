@@ -175,6 +175,10 @@ def _exec_mlir_opt(opts: Options, argv: list[str]) -> None:
         if st.kind == "pass" and (st.name not in _upstream.PASSES and st.name not in _upstream.PIPELINES
                                   or (st.options or "").startswith("{")):
             return
+    if opts.input == "-" or _too_deep_for_mlir_opt(opts.input):
+        # stdin cannot be checked before mlir-opt reads it, and a too-deep input would
+        # overflow mlir-opt's stack: the Python path guards the parse and refuses it cleanly
+        return
     files, binary = _dialect_files_light(), mlir_opt_path()
     if files is None or len(files) != 1 or binary is None or not os.access(binary, os.X_OK):
         return
@@ -184,6 +188,16 @@ def _exec_mlir_opt(opts: Options, argv: list[str]) -> None:
         os.execv(binary, ["mlc-opt", f"--irdl-file={files[0]}"] + argv)
     except OSError:
         return  # not executable here after all: the Python path does the same work
+
+
+def _too_deep_for_mlir_opt(path: str) -> bool:
+    """Whether the input file is nested too deeply (or is not text) for mlir-opt to parse safely."""
+    from ..parse_guard import nesting_error
+
+    try:
+        return nesting_error(Path(path).read_bytes().decode("utf-8")) is not None
+    except (OSError, UnicodeDecodeError):
+        return True  # let the Python path report it
 
 
 def main(argv: list[str] | None = None) -> int:

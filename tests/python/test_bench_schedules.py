@@ -4,7 +4,6 @@ They are schedules too (course ch.2: any transformation sequence is a schedule);
 benchmark times them, this test keeps them correct.
 """
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +11,9 @@ import pytest
 import mlc_mlir as mlc
 from mlc_mlir.build.passes import memref_abi
 
-SCHEDULES = Path(__file__).resolve().parents[2] / "benchmarks" / "schedules"
+from _benchmarks import load_benchmark
+
+render_script = load_benchmark("matmul_schedules").render_script  # templates: the host's register tile
 
 
 def _matmul(n: int) -> str:
@@ -29,11 +30,12 @@ func.func @main(%A: {t}, %B: {t}, %C: {t}) -> {t} attributes {{mlc.prim_func}} {
 def _scheduled(text: str, script: str) -> mlc.Module:
     mod = mlc.Module.parse(text)
     memref_abi(mod)
-    return mlc.schedule.apply_transform_script(mod, (SCHEDULES / script).read_text())
+    return mlc.schedule.apply_transform_script(mod, render_script(script))
 
 
-def test_mm_relu128_script(mm_relu_text, rng):
-    mod = _scheduled(mm_relu_text, "mm_relu128.mlir")
+@pytest.mark.parametrize("script", ["mm_relu128.mlir", "mm_relu128_parallel.mlir"])
+def test_mm_relu128_script(mm_relu_text, rng, script):
+    mod = _scheduled(mm_relu_text, script)
     text = str(mod)
     assert "vector.fma" in text or "vector.outerproduct" in text or "llvm.intr.fmuladd" in text
     a, b = rng.standard_normal((128, 128), dtype=np.float32), rng.standard_normal((128, 128), dtype=np.float32)

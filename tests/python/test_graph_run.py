@@ -201,6 +201,7 @@ def test_output_shape_must_follow_from_inputs():
         mlc.graph.build(bb.get())
 
 
+@pytest.mark.isolated  # a broken BindParams can abort the interpreter
 def test_bind_params(rng):
     mod = linear_relu_module()
     w = rng.standard_normal((16, 8)).astype("float32")
@@ -217,6 +218,7 @@ def test_bind_params(rng):
         vm["main"](x, w, b)
 
 
+@pytest.mark.isolated  # a broken BindParams can abort the interpreter
 def test_bind_params_errors_and_symbols(rng):
     mod = linear_relu_module()
     with pytest.raises(mlc.GraphError, match=r"has no parameter\(s\) \['v'\]"):

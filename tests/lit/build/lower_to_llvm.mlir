@@ -13,7 +13,8 @@
 // ABI-NEXT: return{{$}}
 
 // LLVM-LABEL: llvm.func @scale
-// LLVM: llvm.fmul
+// LLVM-SAME: !llvm.ptr {llvm.noalias}
+// LLVM: llvm.fmul {{.*}} {fastmathFlags = #llvm.fastmath<contract>}
 // LLVM-LABEL: llvm.func @_mlir_ciface_scale
 // LLVM-NOT: linalg.
 func.func @scale(%a: tensor<?xf32> {mlc.shape = ["n"]}, %b: tensor<?xf32> {mlc.shape = ["n"]}) -> tensor<?xf32> {

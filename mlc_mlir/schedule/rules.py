@@ -1,0 +1,399 @@
+"""Default schedule rules: a schedule chosen from the target for any tensor program.
+
+The analogue of TVM's default schedule rules (and the search space of the auto-tuner):
+:func:`apply_rules` looks at each block of each tensor program and schedules it with
+public :class:`~mlc_mlir.schedule.Schedule` primitives only, so the result is an ordinary
+trace (printable, replayable, its decisions mutable by a tuner).
+
+Rules, per block kind (``target`` gives the vector width, the register count, the cores):
+
+contraction (a block with reduction dims whose output has a spatial dim ``j`` last)
+    register tile ``mr x nr`` over the last two output dims ``i, j``: ``nr`` is two
+    vectors when ``j`` is contiguous in the operand that reads it (B of ``A @ B``), else
+    one vector (B read transposed: ``j`` gathered element by element, so fewer columns and
+    more rows), capped by the register file (:meth:`Target.register_tile`: AVX2 f32 6 x 16,
+    AVX-512 14 x 32); each factor is the largest divisor of the extent under that cap, so
+    every tile is full (partial tiles are not vectorized). Loop order
+    ``batch.., i0, j0, k.., i1, j1``: the reduction runs over the register tile; ``j1``
+    vectorized, ``i1`` unrolled (an ``mr x nr`` block of vector accumulators that the
+    build's vector-opt stage keeps in registers over ``k``), the init decomposed to ``k``.
+    Elementwise consumers (bias add, relu: the fused epilogue) are computed at ``j0``
+    (``reverse_compute_at``) on the register tile, vectorized and unrolled the same way.
+    The outermost spatial loop runs in parallel when the target has several cores and the
+    block does at least :data:`PARALLEL_MIN_FLOPS` multiply-adds.
+large contraction (:data:`LARGE_MACS` multiply-adds, a reduction of 2 * :data:`K_BLOCK` or more)
+    cache blocks around the same register tile: ``i0, k0, j0, i1, k1, i2, j1`` with
+    :data:`ROW_TILES` register tiles of rows per parallel block, k by :data:`K_BLOCK`, and
+    the ``K_BLOCK x nr`` panel of B shared by a block's register tiles copied into a local
+    buffer at ``j0`` (``cache_read`` + ``compute_at``, the copy vectorized).
+elementwise (only spatial dims)
+    the last dim split by the largest divisor up to four vectors, vectorized; the
+    outermost loop parallel above :data:`PARALLEL_MIN_ELEMENTS` elements.
+other blocks (reductions into the last output dim: softmax rows, sums)
+    left as they are (the build lowers them to loops).
+
+``tunable=True`` makes every choice a sampling decision (``sample_perfect_tile`` for
+each tile, ``sample_categorical`` for parallel-or-not), with the rule's choice as the
+decision: the trace replays to the same schedule, and a tuner mutates the decisions.
+
+    sch = mlc.Schedule(mod)
+    apply_rules(sch, "llvm -mcpu=skylake-avx512")
+    print(sch.trace)
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+from mlir import ir
+
+from ..context import mlc_context
+from ..errors import MlcError, ScheduleError
+from ..ir import Module
+from ..target import Target
+from .payload import BlockInfo, read_blocks
+from .schedule import Schedule
+from .trace import LoopRV
+
+__all__ = ["apply_rules", "default_schedule", "graph_default_schedule", "register_tile_for", "PARALLEL_MIN_FLOPS",
+           "PARALLEL_MIN_ELEMENTS"]
+
+#: a contraction runs its outer loop in parallel from this many multiply-adds (OpenMP
+#: start-up costs a few microseconds)
+PARALLEL_MIN_FLOPS = 1 << 21
+#: an elementwise block runs its outer loop in parallel from this many elements
+PARALLEL_MIN_ELEMENTS = 1 << 17
+#: contractions from this many multiply-adds (and a reduction of at least 2 * K_BLOCK) get
+#: cache blocks: ROW_TILES register tiles of rows per parallel block, k by K_BLOCK
+LARGE_MACS = 1 << 24
+K_BLOCK = 256
+ROW_TILES = 32
+
+
+@dataclass(frozen=True)
+class _Contraction:
+    """What the contraction rule needs to know about a block."""
+
+    i: int | None        # iteration dim of the second-to-last output dim
+    j: int               # iteration dim of the last output dim
+    batch: tuple[int, ...]
+    reduce: tuple[int, ...]
+    contiguous: bool     # j is the last index of every input operand that reads it
+
+
+def register_tile_for(info: BlockInfo, target: Target) -> tuple[int, int]:
+    """The (rows, columns) register-tile caps of a contraction block on ``target``."""
+    kind = _contraction(info)
+    dtype = info.element_type
+    lanes = target.vector_lanes(dtype)
+    if kind is None or kind.contiguous:
+        return target.register_tile(dtype)
+    return target.vector_registers // 2, lanes
+
+
+def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: bool = False) -> Schedule:
+    """Apply the default rules to every block of every tensor program of ``sch.mod``.
+
+    Functions that already have loops or vector ops (scheduled before, e.g. a tuned kernel
+    swapped in with ``update_func``) are left as they are.
+
+    Args:
+        sch: a schedule whose blocks are not scheduled yet (a fresh ``mlc.Schedule(mod)``).
+        target: the target (``None``: the host CPU).
+        tunable: record each choice as a ``sample_perfect_tile`` / ``sample_categorical``
+            decision (the rule's choice selected) so that a tuner can mutate and replay.
+
+    Returns:
+        ``sch`` (scheduled in place).
+
+    Raises:
+        ScheduleError: ``sch`` is not a Schedule, or the target is not a CPU target.
+    """
+    if not isinstance(sch, Schedule):
+        raise ScheduleError(f"apply_rules expects an mlc.Schedule, got {type(sch).__name__}")
+    tgt = Target.of(target)
+    if not tgt.is_cpu:
+        raise ScheduleError(f"apply_rules: the default rules are for CPU targets, got {str(tgt)!r}")
+    return _apply(sch, tgt, tunable, None)
+
+
+def _scheduled_funcs(module) -> set[str]:
+    """Functions that already have loops or vectors (a tuned kernel swapped in): left alone."""
+    names: set[str] = set()
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func" or not op.regions[0].blocks:
+            continue
+        found = False
+
+        def visit(inner) -> object:
+            nonlocal found
+            if inner.name.startswith(("scf.", "vector.")):
+                found = True
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        op.walk(visit)
+        if found:
+            names.add(ir.StringAttr(op.attributes["sym_name"]).value)
+    return names
+
+
+def _apply(sch: Schedule, tgt: Target, tunable: bool, only: set[str] | None) -> Schedule:
+    with mlc_context():
+        infos = read_blocks(sch.mod.mlir_module)
+        skip = _scheduled_funcs(sch.mod.mlir_module)
+    by_func: dict[str, list[BlockInfo]] = {}
+    for (fname, _), info in sorted(infos.items(), key=lambda kv: (kv[0][0], kv[1].order)):
+        by_func.setdefault(fname, []).append(info)
+    with sch.deferred():
+        for fname, blocks in by_func.items():
+            if (only is None or fname in only) and fname not in skip:
+                _schedule_func(sch, fname, blocks, tgt, tunable)
+    return sch
+
+
+def default_schedule(mod: Module, target: Target | str | None = None) -> Module:
+    """``mod`` with the default rules applied to its tensor programs (graph.build's default).
+
+    A tensor program the rules cannot schedule (the transform script fails on it) is
+    left unscheduled, with a warning naming it and why.
+    """
+    tgt = Target.of(target)
+    try:
+        return _apply(Schedule(mod), tgt, False, None).mod
+    except MlcError:
+        pass
+    good: set[str] = set()
+    with mlc_context():
+        funcs = sorted({f for f, _ in read_blocks(mod.mlir_module)})
+    for fname in funcs:
+        try:
+            _apply(Schedule(mod), tgt, False, {fname}).mod
+            good.add(fname)
+        except MlcError as exc:
+            warnings.warn(f"default schedule rules skipped @{fname}: {exc}", RuntimeWarning, stacklevel=2)
+    try:
+        return _apply(Schedule(mod), tgt, False, good).mod
+    except MlcError as exc:  # pragma: no cover - each part applied alone
+        warnings.warn(f"default schedule rules skipped: {exc}", RuntimeWarning, stacklevel=2)
+        return mod
+
+
+# -- per function ------------------------------------------------------------------------
+def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Target, tunable: bool) -> None:
+    done: set[str] = set()
+    for info in blocks:
+        try:
+            tgt.vector_lanes(info.element_type)
+        except MlcError:  # an element type without a vector rule (i1, bf16...): left as it is
+            done.add(info.name)
+        if info.name in done:
+            continue
+        kind = _contraction(info)
+        if kind is not None:
+            done |= _schedule_contraction(sch, fname, info, kind, blocks, tgt, tunable)
+    for info in blocks:
+        if info.name not in done and all(it == "parallel" for it in info.iters) and _plain(info):
+            _schedule_elementwise(sch, fname, info, tgt, tunable)
+
+
+def _plain(info: BlockInfo) -> bool:
+    """Every operand indexed by plain iteration dims (no reshape arithmetic); an input dim
+    of size 1 may be indexed by a constant (a broadcast scalar)."""
+    return all(d is not None or (o < info.n_inputs and info.shapes[o][r] == 1)
+               for o, m in enumerate(info.maps) for r, d in enumerate(m))
+
+
+def _contraction(info: BlockInfo) -> _Contraction | None:
+    out = info.maps[-1]
+    if not _plain(info) or not any(info.is_reduction(d) for d in range(info.ndims)) or not out or None in out:
+        return None
+    j = out[-1]
+    if info.is_reduction(j) or info.extents[j] is None:
+        return None
+    i = out[-2] if len(out) >= 2 else None
+    reduce = tuple(d for d in range(info.ndims) if info.is_reduction(d))
+    batch = tuple(d for d in out[:-2] if d is not None)
+    readers = [m for m in info.maps[:info.n_inputs] if j in m]
+    contiguous = all(m[-1] == j for m in readers)
+    return _Contraction(i, j, batch, reduce, contiguous)
+
+
+def _largest_divisor(extent: int | None, cap: int) -> int:
+    if extent is None:
+        return 1
+    return max(d for d in range(1, min(extent, max(cap, 1)) + 1) if extent % d == 0)
+
+
+def _tile(sch: Schedule, loop: LoopRV, extent: int | None, inner: int, cap: int, tunable: bool) -> list[LoopRV]:
+    """Split ``loop`` into (outer, inner) with ``inner`` dividing ``extent``."""
+    if tunable and extent is not None:
+        factors = sch.sample_perfect_tile(loop, 2, max_innermost_factor=max(cap, inner),
+                                          decision=[extent // inner, inner])
+    else:
+        factors = [None, inner]
+    return sch.split(loop, factors)
+
+
+def _choose(sch: Schedule, default: bool, tunable: bool) -> bool:
+    if not tunable:
+        return default
+    return bool(sch.sample_categorical([0, 1], [0.5, 0.5], decision=int(default)).value)
+
+
+def _try(fn, *args) -> bool:
+    try:
+        fn(*args)
+        return True
+    except ScheduleError:
+        return False
+
+
+def _macs(info: BlockInfo) -> int:
+    n = 1
+    for e in info.extents:
+        n *= e if e is not None else 64
+    return n
+
+
+def _is_large(info: BlockInfo, kind: _Contraction) -> bool:
+    """A contraction whose B panel does not stay in cache: it gets cache blocks."""
+    ext = info.extents
+    return (kind.contiguous and kind.i is not None and not kind.batch and len(kind.reduce) == 1
+            and None not in ext and ext[kind.reduce[0]] >= 2 * K_BLOCK and _macs(info) >= LARGE_MACS
+            and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1)
+
+
+def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction, tgt: Target,
+                      tunable: bool) -> set[str]:
+    """Cache blocks for a large contraction (as benchmarks/matmul_schedules.blocked_schedule):
+    rows in parallel blocks of register tiles, k in blocks of at most K_BLOCK, and the
+    K_BLOCK x NR panel of B the block's register tiles share copied to a local buffer."""
+    mr_cap, nr_cap = register_tile_for(info, tgt)
+    ext = info.extents
+    (kd,) = kind.reduce
+    block = sch.get_block(info.name, fname)
+    loops = sch.get_loops(block)
+    i, j, k = loops[kind.i], loops[kind.j], loops[kd]
+    mr, nr = _largest_divisor(ext[kind.i], mr_cap), _largest_divisor(ext[kind.j], nr_cap)
+    rows = _largest_divisor(ext[kind.i] // mr, ROW_TILES)
+    kb = _largest_divisor(ext[kd], K_BLOCK)
+    if tunable:
+        fi = sch.sample_perfect_tile(i, 3, max_innermost_factor=mr_cap, decision=[ext[kind.i] // (rows * mr), rows, mr])
+        fk = sch.sample_perfect_tile(k, 2, max_innermost_factor=ext[kd], decision=[ext[kd] // kb, kb])
+    else:
+        fi, fk = [None, rows, mr], [None, kb]
+    i0, i1, i2 = sch.split(i, fi)
+    j0, j1 = _tile(sch, j, ext[kind.j], nr, nr_cap, tunable)
+    k0, k1 = sch.split(k, fk)
+    sch.reorder(i0, k0, j0, i1, k1, i2, j1)
+    sch.vectorize(j1)
+    if mr > 1:
+        sch.unroll(i2)
+    b_index = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
+    local = sch.cache_read(block, b_index, "local")
+    sch.compute_at(local, j0)
+    _try(sch.vectorize, sch.get_loops(local)[-1])
+    if _choose(sch, tgt.num_cores > 1 and ext[kind.i] // (rows * mr) >= 2, tunable):
+        _try(sch.parallel, i0)
+    return {info.name}
+
+
+def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction,
+                          blocks: list[BlockInfo], tgt: Target, tunable: bool) -> set[str]:
+    if _is_large(info, kind):
+        return _schedule_blocked(sch, fname, info, kind, tgt, tunable)
+    mr_cap, nr_cap = register_tile_for(info, tgt)
+    ext = info.extents
+    block = sch.get_block(info.name, fname)
+    loops = sch.get_loops(block)
+    by_dim = dict(enumerate(loops))
+    nr = _largest_divisor(ext[kind.j], nr_cap)
+    j0, j1 = _tile(sch, by_dim[kind.j], ext[kind.j], nr, nr_cap, tunable)
+    if kind.i is not None:
+        # a dynamic extent (symbolic batch) is split by 1: the tile keeps static sizes
+        mr = _largest_divisor(ext[kind.i], mr_cap)
+        i0, i1 = _tile(sch, by_dim[kind.i], ext[kind.i], mr, mr_cap, tunable)
+        outer, inner = [i0, j0], [i1, j1]
+    else:
+        mr, outer, inner = 1, [j0], [j1]
+    sch.reorder(*[by_dim[d] for d in kind.batch], *outer, *[by_dim[d] for d in kind.reduce], *inner)
+    sch.vectorize(j1)
+    if mr > 1:
+        sch.unroll(inner[0])
+    done = {info.name}
+    # (with a symbolic extent the fused epilogue tile does not vectorize: it gets the
+    # elementwise rule instead)
+    for cons in (_epilogue(info, blocks) if None not in ext else []):
+        cblock = sch.get_block(cons.name, fname)
+        if not _try(sch.reverse_compute_at, cblock, j0):
+            break
+        cl = sch.get_loops(cblock)
+        _try(sch.vectorize, cl[-1])
+        if mr > 1:
+            _try(sch.unroll, cl[-2])
+        done.add(cons.name)
+    if info.has_init and None not in ext:  # (a symbolic extent's init tile does not vectorize)
+        sch.decompose_reduction(block, by_dim[kind.reduce[0]])
+    flops = _macs(info)
+    top = ([by_dim[d] for d in kind.batch] + outer)[0]
+    top_trips = (ext[kind.batch[0]] if kind.batch else
+                 (ext[kind.i] // mr if kind.i is not None and ext[kind.i] else ext[kind.j] // nr))
+    want = tgt.num_cores > 1 and flops >= PARALLEL_MIN_FLOPS and (top_trips or 0) >= 2
+    if _choose(sch, want, tunable):
+        _try(sch.parallel, top)
+    return done
+
+
+def _epilogue(info: BlockInfo, blocks: list[BlockInfo]) -> list[BlockInfo]:
+    """Elementwise blocks that consume ``info``'s result (then theirs), over its output shape."""
+    chain, last = [], info
+    names = {b.name: b for b in blocks}
+    while True:
+        users = [b for b in blocks if b.order > last.order and any(
+            s.kind == "block" and s.name == last.name for s in b.sources[:b.n_inputs])]
+        if len(users) != 1:
+            return chain
+        user = names[users[0].name]
+        if (not all(it == "parallel" for it in user.iters) or user.shapes[-1] != last.shapes[-1]
+                or not _plain(user)):
+            return chain
+        chain.append(user)
+        last = user
+
+
+def _schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Target, tunable: bool) -> None:
+    out = info.maps[-1]
+    if not out or out[-1] is None or info.extents[out[-1]] is None:
+        return
+    block = sch.get_block(info.name, fname)
+    loops = sch.get_loops(block)
+    last = out[-1]
+    try:
+        lanes = tgt.vector_lanes(info.element_type)
+    except MlcError:
+        return
+    v = _largest_divisor(info.extents[last], 4 * lanes)
+    if v < 2 or last != info.ndims - 1:
+        return
+    _, inner = _tile(sch, loops[last], info.extents[last], v, 4 * lanes, tunable)
+    _try(sch.vectorize, inner)
+    elements = 1
+    for e in info.extents:
+        elements *= e if e is not None else 64
+    top = sch.get_loops(block)[0]
+    want = tgt.num_cores > 1 and elements >= PARALLEL_MIN_ELEMENTS and len(info.extents) > 1
+    if _choose(sch, want, tunable):
+        _try(sch.parallel, top)
+
+
+def graph_default_schedule(mod: Module, target: Target | str | None, opt_level: int) -> Module:
+    """The hook of ``mlc.graph.build``: the default rules at ``opt_level >= 1``.
+
+    ``opt_level=0`` (no graph optimization, for debugging) keeps the kernels unscheduled.
+    """
+    if opt_level < 1:
+        return mod
+    return default_schedule(mod, target)
