@@ -4,7 +4,7 @@ import logging as _logging
 
 from . import errors, log
 from .errors import (ArgumentError, BuildError, ExecutionError, GraphError, LoweringError, MlcError, ParseError,
-                     RuntimeError_, ScheduleError, TEError)
+                     RuntimeError_, ScheduleError, TEError, TuneError)
 
 # Imported on first use (module __getattr__ below), so `mlc-opt` and `import mlc_mlir` start
 # without loading NumPy and the runtime: name -> (module, attribute or None for the module).
@@ -16,7 +16,7 @@ _LAZY = {"runtime": (".runtime", None), "build": (".build", None), "Module": (".
 
 __all__ = ["build", "Module", "IRModule", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
            "MlcError", "ParseError", "TEError", "ScheduleError", "GraphError", "BuildError",
-           "LoweringError", "ArgumentError", "RuntimeError_", "ExecutionError"]
+           "LoweringError", "ArgumentError", "RuntimeError_", "ExecutionError", "TuneError"]
 
 __version__ = "0.1.0"
 
@@ -31,7 +31,6 @@ log.configure_from_env()
 
 
 _NOT_YET = {
-    "tune": "mlc.tune (tune_tir / compile_tir / tune_model, the MetaSchedule analogue)",
     "frontend": "mlc.frontend (from_fx, the PyTorch FX importer)",
 }
 
@@ -48,7 +47,7 @@ def __getattr__(name: str):
         value = mod if attr is None else getattr(mod, attr)
         globals()[name] = value
         return value
-    if name in ("te", "schedule", "graph", "topi"):
+    if name in ("te", "schedule", "graph", "topi", "tune", "meta_schedule"):
         return importlib.import_module(f".{name}", __name__)
     if name in _NOT_YET:
         if importlib.util.find_spec(f"{__name__}.{name}") is not None:

@@ -15,6 +15,7 @@ __all__ = [
     "ArgumentError",
     "AllocationError",
     "InstallError",
+    "TuneError",
     "check",
 ]
 
@@ -68,6 +69,10 @@ class AllocationError(RuntimeError_, MemoryError):
 
 class InstallError(MlcError):
     """An incomplete installation: a dialect definition or runtime library is missing."""
+
+
+class TuneError(MlcError):
+    """A tuning request that cannot be served (bad budget, target, database, space)."""
 
 
 def check(cond: object, msg: str, error: type[MlcError] = MlcError) -> None:

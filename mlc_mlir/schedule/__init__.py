@@ -8,13 +8,15 @@ compiled into one transform-dialect script applied to a copy of ``mod`` (``sch.m
 from .apply import apply_transform_script
 from .intrin import TensorIntrin
 from .schedule import Schedule
-from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace
+from .trace import INSTRUCTION_KINDS, BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Trace
 from . import rules  # noqa: E402  (default schedule rules: rules.apply_rules; after Schedule)
 
 __all__ = [
     "Schedule",
     "Trace",
     "Instruction",
+    "InstructionKind",
+    "INSTRUCTION_KINDS",
     "BlockRV",
     "LoopRV",
     "ExprRV",

@@ -2,10 +2,14 @@
 
 Record, then emit: every primitive checks its request against the abstract loop nest
 (:mod:`.state`), edits it, and appends a frozen record to the trace (:mod:`.trace`).
-``sch.mod`` is then recomputed by emitting the whole schedule as one transform script
-(:mod:`.emit`) and applying it to a copy of the original module with the upstream
-transform interpreter. A failed request raises :class:`~mlc_mlir.errors.ScheduleError`
-and leaves the schedule as it was.
+``sch.mod`` is computed lazily, when it is read: the whole schedule is emitted as one
+transform script (:mod:`.emit`) and applied to a copy of the original module with the
+upstream transform interpreter, once for any number of primitives (building a schedule
+of n primitives costs one application, not n). A failed request raises
+:class:`~mlc_mlir.errors.ScheduleError` and leaves the schedule as it was: checks on the
+loop nest fail in the primitive itself; a script the interpreter rejects fails when the
+module is next read (``sch.mod``), which finds the first failing primitive, rolls the
+schedule back to just before it and names it.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from .loops import LoopPrimitives
 from .payload import read_blocks
 from .sampling import SamplingPrimitives
 from .state import BlockState, FuncState
-from .trace import SAMPLING_KINDS, BlockRV, Instruction, LoopRV, Trace
+from .trace import (SAMPLING_KINDS, BlockRV, Instruction, InstructionKind, LoopRV, Trace,
+                    register_instruction_kind)
 
 __all__ = ["Schedule"]
 
@@ -73,6 +78,8 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
         self._script: str | None = None
         self._deferred = 0
         self._dirty = False
+        # (instruction count, loop-nest state) before each IR-changing primitive not yet applied
+        self._pending: list[tuple[int, dict[str, FuncState]]] = []
 
     # -- results ---------------------------------------------------------------------
     @property
@@ -100,6 +107,7 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
         self._funcs = copy.deepcopy(self._funcs)
         self._ann = copy.deepcopy(getattr(self, "_ann", {}))  # annotations (annotate.py)
         self._insts = list(self._insts)
+        self._pending = list(self._pending)
         rng = random.Random()
         rng.setstate(self._rng.getstate())
         self._rng = rng
@@ -111,7 +119,11 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
 
     @contextlib.contextmanager
     def deferred(self) -> Iterator[Schedule]:
-        """Apply the script once at the end of the block instead of after each primitive."""
+        """Apply the script once at the end of the block (and check it there).
+
+        Primitives are always applied lazily; this only forces the application (and its
+        errors) at the end of the ``with`` block instead of at the next ``sch.mod``.
+        """
         self._deferred += 1
         try:
             yield self
@@ -119,6 +131,23 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
             self._deferred -= 1
         if not self._deferred and self._dirty:
             self._refresh()
+
+    def replay(self, trace: Trace) -> Schedule:
+        """Call every instruction of ``trace`` on this schedule, with the trace's decisions
+        (course: replaying ``sch.trace``); returns ``self``.
+
+        Example::
+
+            best = mlc.Schedule(mod).replay(mlc.schedule.Trace.from_json(record["trace"]))
+
+        Raises:
+            ScheduleError: an instruction does not apply to this module.
+        """
+        if not isinstance(trace, Trace):
+            raise ScheduleError(f"replay expects a Trace, got {type(trace).__name__}")
+        with self.deferred():
+            trace.replay_into(self)
+        return self
 
     # -- emission --------------------------------------------------------------------
     def _knobs(self) -> list[Knob]:
@@ -133,36 +162,67 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
     def _build(self) -> ir.Module:
         return build_script([self._funcs[f] for f in sorted(self._funcs)], self._knobs())
 
-    def _refresh(self) -> None:
+    def _apply_state(self) -> tuple[Module, str]:
         out = self._orig.clone()
         with mlc_context():
             tmod = self._build()
-            self._script = str(tmod)
+            script = str(tmod)
             run_transform(out.mlir_module, tmod)
-        self._mod = out
+        return out, script
+
+    def _refresh(self) -> None:
+        try:
+            self._mod, self._script = self._apply_state()
+        except ScheduleError as exc:
+            self._roll_back_to_failure(exc)
         self._dirty = False
+        self._pending = []
+
+    def _roll_back_to_failure(self, exc: ScheduleError) -> None:
+        """Find the first pending primitive whose script fails, restore the state before
+        it, and raise ``exc`` naming that primitive."""
+        pending, current = self._pending, (len(self._insts), self._funcs)
+        states = [*pending[1:], current]  # states[i]: the state right after pending[i]'s primitive
+        good, bad = -1, len(pending) - 1  # invariant: states[bad] fails; states[good] (or pending[0]) applies
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            self._funcs = states[mid][1]
+            try:
+                self._apply_state()
+                good = mid
+            except ScheduleError:
+                bad = mid
+        count, funcs = pending[bad]
+        failed = self._insts[count]
+        self._funcs = funcs
+        del self._insts[count:]
+        self._mod, self._script = self._apply_state()
+        self._dirty, self._pending = False, []
+        names = Trace(self._insts + [failed]).names()
+        line = Trace([]).format_instruction(failed, names)
+        raise ScheduleError(f"{line}: {exc}; the schedule was rolled back to before this primitive") from None
 
     @contextlib.contextmanager
     def _edit(self, *, changes_ir: bool = True) -> Iterator[None]:
-        """Run one primitive: roll the state back if it raises; re-emit if it succeeds."""
+        """Run one primitive: roll the state back if it raises; mark the module stale if it
+        succeeds (it is re-emitted when next read)."""
         saved = copy.deepcopy(self._funcs)
         count = len(self._insts)
-        before = (self._mod, self._script, self._dirty)
+        before = (self._mod, self._script, self._dirty, list(self._pending))
         try:
             yield
             for fstate in self._funcs.values():
                 fstate.validate()
-            if changes_ir:
-                self._dirty = True
-                if not self._deferred:
-                    self._refresh()
         except BaseException:
             self._funcs = saved
             del self._insts[count:]
             # the state is the one before the call: so is its module (a re-emission would
             # print the same program differently from a replay of the trace)
-            self._mod, self._script, self._dirty = before
+            self._mod, self._script, self._dirty, self._pending = before
             raise
+        if changes_ir:
+            self._pending.append((count, saved))
+            self._dirty = True
 
     def _record(self, kind: str, args: list[tuple[str, Any]], outputs: tuple = (), decision: Any = None) -> None:
         self._insts.append(Instruction(kind, tuple(args), tuple(outputs), decision))
@@ -260,3 +320,27 @@ class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimiti
         with self._edit(changes_ir=False):
             self._record("get_consumers", [("block", block)], tuple(rvs))
         return rvs
+
+
+def _register_kinds() -> None:
+    prims = {
+        "get_block": (Schedule.get_block, "b"), "get_loops": (Schedule.get_loops, "l*"),
+        "get_producers": (Schedule.get_producers, "b*"), "get_consumers": (Schedule.get_consumers, "b*"),
+        "split": (Schedule.split, "l*"), "reorder": (Schedule.reorder, ""), "fuse": (Schedule.fuse, "l"),
+        "parallel": (Schedule.parallel, ""), "vectorize": (Schedule.vectorize, ""),
+        "unroll": (Schedule.unroll, ""), "bind": (Schedule.bind, ""),
+        "compute_at": (Schedule.compute_at, ""), "reverse_compute_at": (Schedule.reverse_compute_at, ""),
+        "decompose_reduction": (Schedule.decompose_reduction, "b"), "blockize": (Schedule.blockize, "b"),
+        "tensorize": (Schedule.tensorize, ""), "cache_read": (Schedule.cache_read, "b"),
+        "cache_write": (Schedule.cache_write, "b"),
+        "sample_perfect_tile": (Schedule.sample_perfect_tile, "v*"),
+        "sample_categorical": (Schedule.sample_categorical, "v"),
+        "annotate": (Schedule.annotate, ""), "unannotate": (Schedule.unannotate, ""),
+        "get_child_blocks": (Schedule.get_child_blocks, "b*"), "enter_postproc": (Schedule.enter_postproc, ""),
+    }
+    for name, (fn, outputs) in prims.items():
+        register_instruction_kind(InstructionKind(name, fn, positional=name in ("reorder", "fuse"),
+                                                  sampling=name in SAMPLING_KINDS, outputs=outputs))
+
+
+_register_kinds()

@@ -48,10 +48,19 @@ def test_ch6_gpu_vector_add():
     assert "compiled only" in out or "equal NumPy" in out
 
 
+def test_ch4_tune():
+    out = run_example("ch4_tune.py")
+    assert "sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=" in out
+    assert "tuned matmul equals NumPy; its trace replays to the same program" in out
+    assert "MLP with the tuned linear0 swapped in equals NumPy" in out
+    assert "tune_model: MLP with every tuned kernel equals NumPy" in out
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")))
 def test_every_example_is_covered(name):
     covered = {"ch2_transform_mm_relu.py", "ch4_stochastic_schedule.py", "ch5_pytorch_import.py",
-               "ch6_gpu_vector_add.py", "ch7_mutators.py", "mlp_digits.py", "mlp_fusion.py"}
+               "ch6_gpu_vector_add.py", "ch7_mutators.py", "mlp_digits.py", "mlp_fusion.py",
+               "ch4_tune.py"}
     assert name in covered, f"examples/{name} has no test in tests/python/test_examples.py"
 
 

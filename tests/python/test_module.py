@@ -99,9 +99,8 @@ def test_with_attr_renames_like_the_course():
 
 
 def test_layers_not_built_yet_say_so():
-    with pytest.raises(mlc.MlcError, match="mlc.tune .* is not implemented"):
-        mlc.tune
     assert mlc.frontend.from_fx  # the PyTorch frontend exists (torch is imported only when called)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         mlc.nothing
     assert mlc.Schedule is mlc.schedule.Schedule and mlc.te.compute and mlc.graph.BlockBuilder
+    assert mlc.tune.tune_tir and mlc.meta_schedule.tune_tir is mlc.tune.tune_tir

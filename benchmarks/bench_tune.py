@@ -1,0 +1,199 @@
+"""Benchmark: auto-tuning (``mlc.tune.tune_tir``) of mm_relu 128 and matmul 1024 vs NumPy.
+
+For each kernel and thread count: the trials, the wall time of the tuning run, the best
+kernel's time against NumPy/OpenBLAS measured in this process with the same thread count
+(threadpoolctl), the candidates per minute, and the tuning curve (text, and a PNG per run
+under --out when matplotlib is installed). The space is the stochastic schedule below
+(``ScheduleFn``); with ``--auto`` also the auto-scheduling space (``space=None``, the
+schedule rules of ``mlc_mlir.schedule.rules``) when this build has them.
+
+Targets (issue 12): mm_relu 128 within 64 trials and 60 s at most 0.75x NumPy's time on
+1 thread and 0.6x on 2; matmul 1024 within 64 trials at most 1.05x on 1 and 2 threads.
+TVM MetaSchedule's figures on the same machine, from the issue: mm_relu 128, 64 trials,
+62 s, 0.66x (1 thread) / 0.50x (2); matmul 1024, 64 trials, 118 s, 1.19x / 1.12x.
+
+    python benchmarks/bench_tune.py [--trials 64] [--quick] [--auto] [--out DIR] [--throughput]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib.util
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+import mlc_mlir as mlc
+from mlc_mlir.build.pipeline import openmp_lib
+
+
+def matmul_text(n: int, relu: bool) -> str:
+    """The course's mm_relu (blocks Y, C) or a plain matmul (block Y), n x n f32."""
+    t = f"tensor<{n}x{n}xf32>"
+    dest, empty, tail = "%C", "", f"return %y : {t}"
+    if relu:
+        dest, empty = "%e", f"%e = tensor.empty() : {t}"
+        tail = f"""%c = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+       ins(%y : {t}) outs(%C : {t}) attrs = {{mlc.block = "C"}} {{
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.maximumf %v, %zero : f32
+    linalg.yield %r : f32
+  }} -> {t}
+  return %c : {t}"""
+    return f"""
+func.func @main(%A: {t}, %B: {t}, %C: {t}) -> {t} attributes {{mlc.prim_func}} {{
+  %zero = arith.constant 0.0 : f32
+  {empty}
+  %y0 = linalg.fill {{mlc.block_init = "Y"}} ins(%zero : f32) outs({dest} : {t}) -> {t}
+  %y = linalg.matmul {{mlc.block = "Y"}} ins(%A, %B : {t}, {t}) outs(%y0 : {t}) -> {t}
+  {tail}
+}}"""
+
+
+def gflops(n: int, seconds: float) -> float:
+    return 2 * n**3 / seconds / 1e9
+
+
+def numpy_time(a: np.ndarray, b: np.ndarray, relu: bool, threads: int, number: int) -> float:
+    """Best of 3 timings of NumPy's (a @ b, relu) on ``threads`` BLAS threads."""
+    with threadpool_limits(limits=threads):
+        f = (lambda: np.maximum(a @ b, 0)) if relu else (lambda: a @ b)
+        f()
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                f()
+            best = min(best, (time.perf_counter() - t0) / number)
+    return best
+
+
+def tiled_space(sch: mlc.Schedule, *, n: int, threads: int, relu: bool) -> mlc.Schedule:
+    """Register tile i2 x jv (i2 unrolled rows, jv vectorized columns), cache blocks of
+    i1 x i2 rows and kb of k, B's tile copied to a local buffer (a sampled choice), the
+    relu of mm_relu computed per column block; outer rows in parallel on 2 threads."""
+    b = sch.get_block("Y")
+    i, j, k = sch.get_loops(b)
+    i0, i1, i2 = sch.split(i, sch.sample_perfect_tile(i, n=3, max_innermost_factor=8))
+    jv = sch.sample_categorical([16, 32, 64], [0.3, 0.4, 0.3])
+    j0, j1 = sch.split(j, [None, jv])
+    if relu or n <= 128:
+        sch.reorder(i0, j0, i1, k, i2, j1)
+    else:
+        kb = sch.sample_categorical([128, 256, 512], [0.3, 0.4, 0.3])
+        k0, k1 = sch.split(k, [None, kb])
+        sch.reorder(i0, k0, j0, i1, k1, i2, j1)
+        if sch.sample_categorical([0, 1], [0.3, 0.7]):
+            b_local = sch.cache_read(b, 1, "local")
+            sch.compute_at(b_local, j0)
+            sch.vectorize(sch.get_loops(b_local)[-1])
+    sch.vectorize(j1)
+    sch.unroll(i2)
+    if threads > 1:
+        sch.parallel(i0)
+    if relu:
+        sch.reverse_compute_at(sch.get_block("C"), j0)
+        sch.decompose_reduction(b, k)
+    return sch
+
+
+def curve_text(db: mlc.tune.JSONDatabase) -> str:
+    """The tuning curve as 'trial:GFLOP/s' at 8 points."""
+    (ys,) = mlc.tune.tuning_curve(db).values()
+    marks = sorted({max(1, round(len(ys) * f / 8)) for f in range(1, 9)})
+    return " ".join(f"{m}:{ys[m - 1]:.0f}" for m in marks)
+
+
+def tune_one(label: str, n: int, relu: bool, threads: int, trials: int, space, out: Path, omp) -> None:
+    mod = mlc.Module.parse(matmul_text(n, relu))
+    work = Path(tempfile.mkdtemp(prefix="bench_tune_"))
+    target = f"llvm --num-cores={threads}"
+    t0 = time.perf_counter()
+    db = mlc.tune.tune_tir(mod, target, max_trials_global=trials, num_trials_per_iter=max(8, trials // 4),
+                           space=space, work_dir=work, seed=0, progress=False,
+                           measure={"repeat": 3, "min_repeat_ms": 20.0 if n > 256 else 5.0})
+    wall = time.perf_counter() - t0
+    sch = mlc.tune.compile_tir(db, mod, target)
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    c = np.zeros((n, n), np.float32)
+    rt = mlc.build(sch.mod)
+    rt["main"](a, b, c)
+    np.testing.assert_allclose(c, np.maximum(a @ b, 0) if relu else a @ b, rtol=1e-3)
+    omp.omp_set_num_threads(threads)
+    reps = 200 if n <= 128 else 5
+    ours = rt.time_evaluator("main", number=reps, repeat=5)(a, b, c).min
+    ref = numpy_time(a, b, relu, threads, reps)
+    failed = sum(1 for r in db.records() if not r.ok)
+    print(f"{label:<34} {threads} thr  trials {len(db):3d} (failed {failed:2d})  wall {wall:6.1f} s  "
+          f"{len(db) / wall * 60:5.1f} cand/min  {gflops(n, ours):6.1f} GFLOP/s  numpy {gflops(n, ref):6.1f}  "
+          f"time vs numpy {ours / ref:5.2f}x")
+    print(f"    curve (trial:GFLOP/s) {curve_text(db)}")
+    if importlib.util.find_spec("matplotlib"):
+        png = out / f"{label.replace(' ', '_').replace(',', '')}_{threads}thr.png"
+        mlc.tune.plot(db, png, title=f"{label}, {threads} thread(s)")
+        print(f"    {png}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def throughput(trials: int) -> None:
+    """Candidates per minute of mm_relu 128 with 1 and 2 local workers (and Ray workers)."""
+    mod = mlc.Module.parse(matmul_text(128, True))
+    space = mlc.tune.ScheduleFn(lambda sch: tiled_space(sch, n=128, threads=1, relu=True))
+    backends = [(f"local, {w} worker(s)", lambda w=w: mlc.tune.LocalBackend(num_workers=w, core_sets=[(0,), (1,)]))
+                for w in (1, 2)]
+    if importlib.util.find_spec("ray"):
+        backends += [(f"ray, {w} worker(s)", lambda w=w: mlc.tune.RayBackend(num_workers=w)) for w in (1, 2)]
+    else:
+        print("ray is not installed: no Ray rows")
+    for label, make in backends:
+        with make() as backend:
+            if hasattr(backend, "start"):
+                backend.start()  # worker start-up outside the timed run
+            work = Path(tempfile.mkdtemp(prefix="bench_tune_"))
+            t0 = time.perf_counter()
+            db = mlc.tune.tune_tir(mod, "llvm --num-cores=1", max_trials_global=trials, num_trials_per_iter=trials,
+                                   space=space, work_dir=work, seed=0, backend=backend, progress=False,
+                                   measure={"repeat": 3, "min_repeat_ms": 5.0})
+            wall = time.perf_counter() - t0
+            print(f"throughput {label:<22} {len(db)} candidates in {wall:5.1f} s = {len(db) / wall * 60:5.1f} /min")
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=None, help="trials per run (default 64, 16 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="mm_relu 128 only, 16 trials by default")
+    parser.add_argument("--auto", action="store_true", help="also the auto-scheduling space (space=None)")
+    parser.add_argument("--throughput", action="store_true", help="only candidates/minute, 1 and 2 workers")
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "mlc_bench_tune")
+    args = parser.parse_args()
+    trials = args.trials or (16 if args.quick else 64)
+    if args.throughput:
+        throughput(args.trials or 24)
+        return
+    args.out.mkdir(parents=True, exist_ok=True)
+    omp = ctypes.CDLL(openmp_lib())
+    has_rules = importlib.util.find_spec("mlc_mlir.schedule.rules") is not None
+    if importlib.util.find_spec("tvm") is None:
+        print("TVM is not installed; the issue's TVM MetaSchedule figures: mm_relu 128 64 trials 62 s "
+              "0.66x/0.50x NumPy (1/2 thr); matmul 1024 64 trials 118 s 1.19x/1.12x")
+    cases = [("mm_relu 128", 128, True)] + ([] if args.quick else [("matmul 1024", 1024, False)])
+    for label, n, relu in cases:
+        for threads in (1, 2):
+            space = mlc.tune.ScheduleFn(lambda sch, n=n, t=threads, r=relu: tiled_space(sch, n=n, threads=t, relu=r))
+            tune_one(f"{label}, ScheduleFn", n, relu, threads, trials, space, args.out, omp)
+            if args.auto and has_rules:
+                tune_one(f"{label}, auto", n, relu, threads, trials, None, args.out, omp)
+    if args.auto and not has_rules:
+        print("auto-scheduling skipped: this build has no mlc_mlir.schedule.rules")
+
+
+if __name__ == "__main__":
+    main()

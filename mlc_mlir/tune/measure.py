@@ -1,0 +1,145 @@
+"""What a builder and a runner do with one candidate (MetaSchedule's builder/ + runner/).
+
+These functions run in a child process (a local worker, or a Ray worker): they may abort,
+hang or exhaust memory, and the parent only sees a failed result. ``build`` replays the
+candidate's trace on the task's module and JIT-compiles it; ``run`` checks the result
+against the unscheduled program's on the same random inputs (computed once per workload
+per worker), then times warm-up + repeats.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MeasureInput", "MeasureResult", "build_candidate", "run_candidate", "measure_in_process"]
+
+
+@dataclass(frozen=True)
+class MeasureInput:
+    """One candidate to build and run (picklable).
+
+    ``build_fn(mod, target) -> runtime module`` replaces :func:`mlc_mlir.build` (MetaSchedule's
+    ``LocalBuilder(f_build=...)``); it must be importable by name in a child process.
+    """
+
+    key: str
+    mod_text: str
+    func: str
+    trace: dict[str, Any]
+    target: str = "llvm"
+    number: int = 3
+    repeat: int = 3
+    min_repeat_ms: float = 5.0
+    rtol: float = 1e-3
+    build_fn: Callable[..., Any] | None = None
+    index: int = 0
+
+
+@dataclass
+class MeasureResult:
+    """``run_secs`` (one mean per repeat) or an ``error``; build time in seconds."""
+
+    index: int
+    run_secs: list[float] | None = None
+    error: str | None = None
+    build_secs: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_REFERENCE: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+_MODULES: dict[str, Any] = {}
+
+
+def _module(inp: MeasureInput) -> Any:
+    from ..ir import Module
+
+    if inp.key not in _MODULES:
+        _MODULES[inp.key] = Module.parse(inp.mod_text)
+    return _MODULES[inp.key]
+
+
+def _random_args(func: Any, seed: int = 0) -> list[np.ndarray]:
+    from ..runtime.memref import numpy_dtype
+
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for spec in func.signature.args:
+        dtype = numpy_dtype(spec.elem)
+        if any(d is None for d in spec.shape):
+            raise ValueError(f"argument {spec.name} has a dynamic shape {spec.shape}: tuning needs static shapes")
+        if spec.is_output:
+            arrays.append(np.zeros(spec.shape, dtype))
+        elif np.issubdtype(dtype, np.floating):
+            arrays.append(rng.uniform(-1.0, 1.0, spec.shape).astype(dtype))
+        else:
+            arrays.append(rng.integers(-8, 8, spec.shape).astype(dtype))
+    return arrays
+
+
+def _reference(inp: MeasureInput) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    if inp.key not in _REFERENCE:
+        from ..build import build
+
+        rt = build(_module(inp), inp.target)
+        func = rt[inp.func]
+        args = _random_args(func)
+        func(*args)
+        outs = [a.copy() for a, s in zip(args, func.signature.args) if s.is_output]
+        _REFERENCE[inp.key] = ([a if not s.is_output else np.zeros_like(a)
+                                for a, s in zip(args, func.signature.args)], outs)
+    return _REFERENCE[inp.key]
+
+
+def build_candidate(inp: MeasureInput) -> tuple[Any, float]:
+    """Replay the trace and compile; returns (runtime module, seconds)."""
+    from ..build import build
+    from ..schedule import Schedule, Trace
+
+    t0 = time.perf_counter()
+    sch = Schedule(_module(inp)).replay(Trace.from_json(inp.trace))
+    fn = inp.build_fn or build
+    rt = fn(sch.mod, inp.target)
+    return rt, time.perf_counter() - t0
+
+
+def run_candidate(inp: MeasureInput, rt: Any) -> list[float]:
+    """Check the result against the unscheduled program, then time it (warm-up + repeats).
+
+    Raises:
+        ValueError: the result differs from the unscheduled program's.
+    """
+    ins, ref_outs = _reference(inp)
+    args = [a.copy() for a in ins]
+    func = rt[inp.func]
+    func(*args)
+    outs = [a for a, s in zip(args, func.signature.args) if s.is_output]
+    for k, (got, want) in enumerate(zip(outs, ref_outs)):
+        scale = float(np.max(np.abs(want))) if want.size else 1.0
+        if got.shape != want.shape or not np.allclose(got, want, rtol=inp.rtol, atol=inp.rtol * max(scale, 1e-6)):
+            err = float(np.max(np.abs(got - want))) if got.shape == want.shape else math.nan
+            raise ValueError(f"wrong result: output {k} differs from the unscheduled program's "
+                             f"(max abs error {err:.3g}, scale {scale:.3g})")
+    prof = rt.time_evaluator(inp.func, number=inp.number, repeat=inp.repeat,
+                             min_repeat_ms=inp.min_repeat_ms)(*args)
+    return [float(s) for s in prof.results]
+
+
+def measure_in_process(inp: MeasureInput) -> MeasureResult:
+    """Build and run in this process, turning any exception into a failed result."""
+    res = MeasureResult(inp.index)
+    try:
+        rt, res.build_secs = build_candidate(inp)
+    except Exception as exc:  # a failed build is data, not an error of the tuning loop
+        res.error = f"build: {type(exc).__name__}: {str(exc)[:500]}"
+        return res
+    try:
+        res.run_secs = run_candidate(inp, rt)
+    except Exception as exc:
+        res.error = f"run: {type(exc).__name__}: {str(exc)[:500]}"
+    return res

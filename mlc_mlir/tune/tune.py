@@ -1,0 +1,215 @@
+"""Wiring (MetaSchedule's tune.py): ``tune_tir``, ``compile_tir``, ``tune_model``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any
+
+from mlir import ir
+
+from ..context import mlc_context
+from ..errors import MlcError, TuneError
+from ..ir import Module
+from ..schedule import Schedule, Trace
+from .cost_model import CostModel
+from .database import JSONDatabase, workload_key
+from .features import program_flops
+from .local import LocalBackend
+from .search_strategy import EvolutionarySearch
+from .space_generator import make_space
+from .target import parse_target
+from .task_scheduler import TaskScheduler, TuneTask
+
+__all__ = ["tune_tir", "compile_tir", "tune_model"]
+
+log = logging.getLogger("mlc_mlir.tune")
+#: unit attribute on a tensor program that tune_model swapped in (already scheduled)
+TUNED_ATTR = "mlc.tuned"
+
+
+def _positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TuneError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def _as_module(mod: Any, what: str) -> Module:
+    if isinstance(mod, ir.Module):
+        return Module(mod)
+    if not isinstance(mod, Module):
+        raise TuneError(f"{what}: mod must be an mlc.Module, got {type(mod).__name__}")
+    return mod
+
+
+def _make_task(name: str, mod: Module, func: str, space: Any, target: Any, db: JSONDatabase,
+               seed: int | None, cost_model: CostModel | None, weight: float = 1.0) -> TuneTask:
+    key = workload_key(mod)
+    try:
+        flops = program_flops(Schedule(mod))
+    except MlcError as exc:
+        raise TuneError(f"task {name!r}: the module is not a schedulable tensor program: {exc}") from None
+    search = EvolutionarySearch(make_space(space, target.text), mod, seed=seed, cost_model=cost_model)
+    task = TuneTask(name, mod, func, key, flops, search, weight=weight)
+    db.commit_workload(key, name, str(mod), flops)
+    old = db.records(key)
+    if old:
+        log.info("task %s: resuming from %d records in %s", name, len(old), db.path)
+        search.seen.update(r.decisions for r in old)
+        search.resume([(r.trace, r.mean_secs) for r in old])
+        for r in old:
+            task.add(r.mean_secs)
+        task.rounds = 1
+        task.history.append(task.best_secs)
+    return task
+
+
+def _run(tasks: list[TuneTask], db: JSONDatabase, target: Any, *, max_trials: int, per_iter: int,
+         backend: Any, num_workers: int | None, measure: dict[str, Any] | None, progress: bool) -> None:
+    own = backend is None
+    if own:
+        backend = LocalBackend(num_workers=num_workers, core_sets=target.core_sets(), threads=target.num_cores)
+    try:
+        TaskScheduler(tasks, backend, db, target, max_trials=max_trials, num_trials_per_iter=per_iter,
+                      measure_opts=measure, progress=progress).run()
+    finally:
+        if own:
+            backend.close()
+
+
+def tune_tir(mod: Module, target: Any = "llvm", max_trials_global: int = 64, num_trials_per_iter: int = 64,
+             space: Any = None, work_dir: str | os.PathLike = "./tune_tmp", task_name: str = "main",
+             seed: int | None = None, *, backend: Any = None, num_workers: int | None = None,
+             cost_model: CostModel | None = None, measure: dict[str, Any] | None = None,
+             progress: bool = True) -> JSONDatabase:
+    """Tune one tensor program (course: ``ms.tune_tir``); returns the database.
+
+    Args:
+        mod: a module with one tensor program (or one called ``task_name``).
+        target: ``"llvm"`` or ``"llvm --num-cores=N"`` (cores per measurement).
+        max_trials_global: candidates to measure in all (a resumed run counts the
+            records already in ``work_dir``).
+        num_trials_per_iter: candidates per batch (the cost model is refit after each).
+        space: ``None`` (auto-scheduling rules), :class:`ScheduleFn`, or a function.
+        work_dir: where ``database.jsonl`` lives.
+        backend: :class:`LocalBackend` (default) or :class:`RayBackend`.
+        measure: options of each measurement (``number``, ``repeat``, ``min_repeat_ms``,
+            ``rtol``, ``build_fn``).
+
+    Example::
+
+        db = mlc.tune.tune_tir(mod, "llvm --num-cores=1", max_trials_global=16,
+                               num_trials_per_iter=8, space=mlc.tune.ScheduleFn(fn),
+                               work_dir="./tune_tmp", task_name="main")
+        sch = mlc.tune.compile_tir(db, mod, "llvm --num-cores=1")
+        print(sch.trace)
+
+    Raises:
+        TuneError: bad arguments, or a space that yields no valid candidate at all.
+    """
+    mod = _as_module(mod, "tune_tir")
+    tgt = parse_target(target)
+    _positive("max_trials_global", max_trials_global)
+    _positive("num_trials_per_iter", num_trials_per_iter)
+    funcs = mod.functions
+    if not funcs:
+        raise TuneError("tune_tir: the module has no function")
+    func = task_name if task_name in funcs else funcs[0]
+    if len(funcs) > 1 and task_name not in funcs:
+        raise TuneError(f"tune_tir: the module has functions {funcs}; pass task_name= one of them")
+    db = JSONDatabase(work_dir)
+    task = _make_task(task_name, mod, func, space, tgt, db, seed, cost_model)
+    _run([task], db, tgt, max_trials=max_trials_global, per_iter=num_trials_per_iter, backend=backend,
+         num_workers=num_workers, measure=measure, progress=progress)
+    if task.trials == 0:
+        raise TuneError(f"tune_tir: the space {task.search.space!r} produced no valid candidate "
+                        f"({task.search.rejected} rejected; last error: {task.search.last_error})")
+    return db
+
+
+def _database(database: Any) -> JSONDatabase:
+    if isinstance(database, JSONDatabase):
+        return database
+    if isinstance(database, (str, os.PathLike)):
+        return JSONDatabase(database)
+    raise TuneError(f"expected a database (tune_tir's result) or a work_dir, got {type(database).__name__}")
+
+
+def compile_tir(database: Any, mod: Module, target: Any = "llvm") -> Schedule:
+    """The best schedule of ``mod`` found in ``database`` (course: ``ms.tir_integration.compile_tir``).
+
+    Its ``trace`` prints and replays; its ``mod`` builds. ``database`` may be a work_dir.
+
+    Raises:
+        TuneError: the database has no successful record of this module.
+    """
+    db = _database(database)
+    mod = _as_module(mod, "compile_tir")
+    parse_target(target)
+    best = db.best(workload_key(mod))
+    if not best:
+        raise TuneError(f"compile_tir: {db.path} has no successful record of this module "
+                        f"({len(db)} records of {len(db.workloads)} other workloads)")
+    return Schedule(mod).replay(Trace.from_json(best[0].trace, mod))
+
+
+def _prim_funcs(mod: Module) -> list[str]:
+    return [name for name in mod.functions if "mlc.prim_func" in mod[name].op.attributes]
+
+
+def _call_counts(mod: Module, prims: list[str]) -> dict[str, int]:
+    graph_text = "\n".join(str(mod[n].op) for n in mod.functions if n not in prims)
+    return {p: len(re.findall(rf'(?:@|"){re.escape(p)}\b"?', graph_text)) for p in prims}
+
+
+def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
+               work_dir: str | os.PathLike = "./tune_tmp", *, num_trials_per_iter: int = 8, space: Any = None,
+               seed: int | None = None, backend: Any = None, num_workers: int | None = None,
+               funcs: list[str] | None = None, measure: dict[str, Any] | None = None,
+               progress: bool = True) -> Module:
+    """Tune every tensor program of a graph module and return a copy with the best kernels
+    swapped in (course: ``relax_integration.tune_relax`` + ``compile_relax``).
+
+    Swapped-in kernels carry the unit attribute ``mlc.tuned``. The task scheduler shares ``max_trials_global`` among the kernels by weight (call
+    sites) and measured gain; each kernel gets at least one batch. ``space`` is one
+    space for all kernels or ``{name: space}``; ``funcs`` restricts the kernels tuned.
+
+    Raises:
+        TuneError: the module has no tensor program (run ``LegalizeOps`` first), or an
+            unknown name in ``funcs``.
+    """
+    mod = _as_module(mod, "tune_model")
+    tgt = parse_target(target)
+    _positive("max_trials_global", max_trials_global)
+    _positive("num_trials_per_iter", num_trials_per_iter)
+    prims = _prim_funcs(mod)
+    if not prims:
+        raise TuneError("tune_model: the module has no tensor program (func.func with mlc.prim_func); "
+                        "legalize graph ops first (mlc.graph.transform.LegalizeOps())")
+    names = prims if funcs is None else list(funcs)
+    unknown = [n for n in names if n not in prims]
+    if unknown:
+        raise TuneError(f"tune_model: funcs {unknown} are not tensor programs of the module; they are {prims}")
+    counts = _call_counts(mod, prims)
+    db = JSONDatabase(work_dir)
+    tasks = []
+    for i, name in enumerate(names):
+        with mlc_context():
+            sub = Module.parse(str(mod[name].op))
+        task_space = space.get(name) if isinstance(space, dict) else space
+        tasks.append(_make_task(name, sub, name, task_space, tgt, db, None if seed is None else seed + i,
+                                None, weight=max(1, counts.get(name, 1))))
+    _run(tasks, db, tgt, max_trials=max_trials_global, per_iter=num_trials_per_iter, backend=backend,
+         num_workers=num_workers, measure=measure, progress=progress)
+    out = mod.clone()
+    for task in tasks:
+        best = db.best(task.key)
+        if not best:
+            log.warning("tune_model: no successful candidate for %s; it keeps its default schedule", task.name)
+            continue
+        sch = Schedule(task.mod).replay(Trace.from_json(best[0].trace, task.mod))
+        out.update_func(task.name, sch.mod[task.name])
+        with mlc_context():
+            out[task.name].op.attributes[TUNED_ATTR] = ir.UnitAttr.get()
+    return out

@@ -1,0 +1,201 @@
+"""Auto-tuning (course ch.4): tune_tir / compile_tir with the course's stochastic schedule,
+crash-isolated measurement, resume after a kill, tune_model, the search's cost model,
+the meta_schedule names, plots and the Ray backend. Budgets are small (5-8 trials)."""
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mlc_mlir as mlc
+from mlc_mlir import TuneError
+from mlc_mlir.schedule import Schedule, Trace
+
+from _schedule_util import check_matmul, matmul, matmul_text
+from _tune_util import linear_space, misbehaving_build, mlp_module, relu_space, stochastic_schedule_mm, two_level_mm
+
+TARGET = "llvm --num-cores=1"
+FAST = {"repeat": 2, "min_repeat_ms": 1.0}
+
+
+def test_tune_tir_course_flow(tmp_path):
+    mod = matmul()
+    db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=8, num_trials_per_iter=4,
+                           space=mlc.tune.ScheduleFn(stochastic_schedule_mm), work_dir=tmp_path,
+                           task_name="main", seed=0, measure=FAST, progress=False)
+    records = db.records()
+    assert len(records) == 5  # the space has 5 points: exhausted before the budget
+    assert len({r.decisions for r in records}) == 5 and all(r.ok for r in records)
+    sch = mlc.tune.compile_tir(db, mod, TARGET)
+    best = min(records, key=lambda r: r.mean_secs)
+    assert str(sch.trace.decisions[2]) in best.decisions
+    assert "sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=" in str(sch.trace)
+    check_matmul(sch)
+    assert str(Schedule(mod).replay(Trace.from_json(best.trace)).mod) == str(sch.mod)
+    # the database file is JSON lines; any finished database compiles (by path too)
+    lines = [json.loads(line) for line in (tmp_path / "database.jsonl").read_text().splitlines()]
+    assert [x["kind"] for x in lines].count("record") == 5
+    assert str(mlc.tune.compile_tir(str(tmp_path), mod, TARGET).mod) == str(sch.mod)
+
+
+def test_misbehaving_candidates_cost_one_record_each(tmp_path):
+    mod = matmul()
+    backend = mlc.tune.LocalBackend(num_workers=2, core_sets=[(0,)], build_timeout=6, run_timeout=6)
+    with backend:
+        db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=5, num_trials_per_iter=5,
+                               space=mlc.tune.ScheduleFn(stochastic_schedule_mm), work_dir=tmp_path, seed=0,
+                               backend=backend, measure={**FAST, "build_fn": misbehaving_build}, progress=False)
+    errors = {r.trace["insts"][2][3][1]: r.error for r in db.records()}
+    assert "SIGABRT" in errors[16]
+    assert "timed out" in errors[8]
+    assert "wrong result" in errors[2]
+    assert errors[1] is None and errors[4] is None
+    again = mlc.tune.JSONDatabase(tmp_path)
+    assert len(again) == 5 and [r.error for r in again.records()] == [r.error for r in db.records()]
+    check_matmul(mlc.tune.compile_tir(again, mod))
+
+
+def test_resume_after_kill(tmp_path):
+    helper = Path(__file__).with_name("_tune_util.py")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(helper.parent), *sys.path])}
+    proc = subprocess.Popen([sys.executable, str(helper), str(tmp_path)], env=env, start_new_session=True)
+    db_file = tmp_path / "database.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if db_file.exists() and db_file.read_text().count('"kind":"record"') >= 2:
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = len(mlc.tune.JSONDatabase(tmp_path))
+    assert 2 <= done < 6
+    mod = mlc.Module.parse(matmul_text(64))
+    db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=6, num_trials_per_iter=2,
+                           space=mlc.tune.ScheduleFn(two_level_mm), work_dir=tmp_path, seed=1,
+                           measure=FAST, progress=False)
+    records = db.records()
+    assert len(records) == 6 and len({r.decisions for r in records}) == 6
+    check_matmul(mlc.tune.compile_tir(db, mod), n=64)
+
+
+def test_tune_model_tunes_every_kernel(tmp_path):
+    mod = mlp_module()
+    tuned = mlc.tune.tune_model(mod, TARGET, max_trials_global=6, work_dir=tmp_path, num_trials_per_iter=2,
+                                space={"te_linear": linear_space, "te_linear1": linear_space,
+                                       "te_relu": relu_space}, seed=0, measure=FAST, progress=False)
+    db = mlc.tune.JSONDatabase(tmp_path)
+    assert {r.task for r in db.records()} == {"te_linear", "te_relu", "te_linear1"}
+    assert "scf.for" in str(tuned["te_linear"].op) and "scf.for" not in str(mod["te_linear"].op)
+    assert "mlc.tuned" in str(tuned["te_relu"].op)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype("float32") for s in [(4, 64), (32, 64), (32,), (16, 32), (16,)]]
+    x, w0, b0, w1, b1 = args
+    out = mlc.graph.VirtualMachine(mlc.graph.build(tuned), mlc.cpu())["main"](*args).numpy()
+    np.testing.assert_allclose(out, np.maximum(x @ w0.T + b0, 0) @ w1.T + b1, rtol=1e-4, atol=1e-4)
+
+
+def test_evolutionary_search_breeds_from_the_best():
+    from mlc_mlir.tune import EvolutionarySearch, GBStumpModel, ScheduleFn
+
+    search = EvolutionarySearch(ScheduleFn(two_level_mm), matmul(), seed=0, mutants_per_round=16)
+    first = search.propose(6)
+    assert len(first) == 6 and len({c.key for c in first}) == 6
+    # pretend time grows with the inner j tile: the model must learn it
+    secs = [2.0 ** -c.features["d4.1"] for c in first]
+    search.notify(first, secs)
+    assert search.model.trained
+    nxt = search.propose(6)
+    assert nxt and not {c.key for c in nxt} & {c.key for c in first}
+    model = GBStumpModel()
+    feats = [{"a": float(v), "b": float(v % 3)} for v in range(12)]
+    model.update(feats, [2.0 ** v for v in range(12)])
+    pred = model.predict(feats)
+    assert np.corrcoef(pred, -np.arange(12))[0, 1] > 0.9
+
+
+def test_invalid_candidates_are_rejected_before_building(tmp_path):
+    def bad(sch):
+        sch.split(sch.get_loops(sch.get_block("C", "main"))[0], factors=[3, 3])  # 9 != 128
+        return sch
+
+    with pytest.raises(TuneError, match="produced no valid candidate"):
+        mlc.tune.tune_tir(matmul(), TARGET, max_trials_global=2, num_trials_per_iter=2, space=bad,
+                          work_dir=tmp_path, progress=False)
+    assert len(mlc.tune.JSONDatabase(tmp_path)) == 0
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(TuneError, match="max_trials_global must be a positive int, got 0"):
+        mlc.tune.tune_tir(matmul(), max_trials_global=0, work_dir=tmp_path)
+    with pytest.raises(TuneError, match="host CPU only"):
+        mlc.tune.tune_tir(matmul(), "cuda", work_dir=tmp_path)
+    with pytest.raises(TuneError, match="space must be None, a ScheduleFn"):
+        mlc.tune.tune_tir(matmul(), space=3, work_dir=tmp_path)
+    with pytest.raises(TuneError, match="no successful record"):
+        mlc.tune.compile_tir(tmp_path, matmul())
+    with pytest.raises(TuneError, match="no tensor program"):
+        mlc.tune.tune_model(mlc.Module.parse("func.func @f() { return }"), work_dir=tmp_path)
+
+
+def test_meta_schedule_names():
+    from mlc_mlir import meta_schedule as ms
+
+    assert ms.tune_tir is mlc.tune.tune_tir
+    assert ms.space_generator.ScheduleFn is mlc.tune.ScheduleFn
+    assert ms.tir_integration.compile_tir is mlc.tune.compile_tir
+    assert ms.database.JSONDatabase is mlc.tune.JSONDatabase
+
+
+def test_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    db = mlc.tune.JSONDatabase(tmp_path)
+    db.commit_workload("k", "main", "module {}", 2e6)
+    for secs in (2e-3, 1e-3, None, 5e-4):
+        db.commit(mlc.tune.TuningRecord("k", "main", {}, str(secs), (secs,) if secs else None,
+                                        None if secs else "build: boom"))
+    assert mlc.tune.tuning_curve(db) == {"main": [1.0, 2.0, 2.0, 4.0]}
+    path = mlc.tune.plot(db, tmp_path / "curve.png")
+    assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mlc_mlir.schedule.rules") is None,
+                    reason="auto-scheduling needs mlc_mlir.schedule.rules (engineer codegen's branch, not merged)")
+def test_auto_scheduling_space(tmp_path):
+    mod = matmul()
+    db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=6, num_trials_per_iter=3, work_dir=tmp_path, seed=0,
+                           measure=FAST, progress=False)
+    sch = mlc.tune.compile_tir(db, mod, TARGET)
+    assert any(i.kind in ("sample_perfect_tile", "sample_categorical") for i in sch.trace.instructions)
+    check_matmul(sch)
+
+
+def test_ray_backend_on_a_local_cluster(tmp_path):
+    pytest.importorskip("ray", reason="ray is an optional extra (tune-ray)")
+    mod = matmul()
+    with mlc.tune.RayBackend(num_workers=2) as backend:
+        db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=5, num_trials_per_iter=5,
+                               space=mlc.tune.ScheduleFn(stochastic_schedule_mm), work_dir=tmp_path, seed=0,
+                               backend=backend, measure=FAST, progress=False)
+    assert len(db.records()) == 5 and all(r.ok for r in db.records())
+    check_matmul(mlc.tune.compile_tir(db, mod))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mlc_mlir.schedule.rules") is None,
+                    reason="the README's tune_model uses auto-scheduling (mlc_mlir.schedule.rules, not merged)")
+def test_readme_tuning_block_runs(tmp_path, monkeypatch):
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "ms.tune_tir" in b]
+    monkeypatch.chdir(tmp_path)
+    scope = {"mlc": mlc, "mod": matmul(), "model": mlp_module(), "stochastic_schedule_mm": stochastic_schedule_mm}
+    exec(block, scope)
+    check_matmul(scope["sch"])
+    assert "mlc.tuned" in str(scope["tuned_model"]) and (tmp_path / "curve.png").exists()
