@@ -120,13 +120,13 @@ def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: b
 
 
 def _scheduled_funcs(module) -> set[str]:
-    """Functions that already have loops or vectors (a tuned kernel swapped in): left alone."""
+    """Functions already scheduled (loops or vectors, or marked ``mlc.tuned`` by tune_model): left alone."""
     names: set[str] = set()
     for op in module.body.operations:
         op = op.operation
         if op.name != "func.func" or not op.regions[0].blocks:
             continue
-        found = False
+        found = "mlc.tuned" in op.attributes
 
         def visit(inner) -> object:
             nonlocal found
@@ -135,7 +135,8 @@ def _scheduled_funcs(module) -> set[str]:
                 return ir.WalkResult.INTERRUPT
             return ir.WalkResult.ADVANCE
 
-        op.walk(visit)
+        if not found:
+            op.walk(visit)
         if found:
             names.add(sym_name(op))
     return names

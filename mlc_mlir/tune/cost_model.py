@@ -9,6 +9,7 @@ default) or an ``xgboost.XGBRegressor``.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,7 +38,7 @@ class FeatureSpace:
         return out
 
 
-class CostModel:
+class CostModel(ABC):
     """Interface: ``update(features, run_secs)`` then ``predict(features) -> scores``."""
 
     min_samples = 4
@@ -63,11 +64,13 @@ class CostModel:
             return np.zeros(len(feats))
         return self._predict(self.space.matrix(feats, grow=False))
 
+    @abstractmethod
     def _fit(self, x: np.ndarray, y: np.ndarray) -> None:
-        raise NotImplementedError
+        """Train on features ``x`` and targets ``y`` (-log seconds)."""
 
+    @abstractmethod
     def _predict(self, x: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Scores for features ``x``."""
 
 
 class GBStumpModel(CostModel):

@@ -12,6 +12,7 @@ is rejected here, before any build.
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -22,11 +23,12 @@ from ..schedule import Schedule
 __all__ = ["SpaceGenerator", "ScheduleFn", "AutoSchedule", "make_space"]
 
 
-class SpaceGenerator:
+class SpaceGenerator(ABC):
     """Interface: ``generate(mod, seed) -> Schedule`` (raises ScheduleError if invalid)."""
 
+    @abstractmethod
     def generate(self, mod: Module, seed: int) -> Schedule:
-        raise NotImplementedError
+        """One candidate schedule of ``mod`` drawn with ``seed``."""
 
 
 class ScheduleFn(SpaceGenerator):

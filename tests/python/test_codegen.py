@@ -181,3 +181,12 @@ def test_rules_leave_scheduled_functions_alone():
     again = mlc.Schedule(sch.mod)  # loops and vectors already: a tuned kernel swapped in
     apply_rules(again)
     assert "split" not in str(again.trace) and str(again.mod) == str(sch.mod)
+
+
+def test_rules_leave_functions_marked_tuned_alone():
+    mod = matmul_epilogue(32, 32, 32)
+    name = mod.functions[0]
+    mod.update_func(name, mod[name].with_attr("mlc.tuned", True))  # tune_model's mark
+    sch = mlc.Schedule(mod)
+    apply_rules(sch)
+    assert "split" not in str(sch.trace) and str(sch.mod) == str(mod)
