@@ -170,3 +170,5 @@ class _CallablePackage(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallablePackage
 __signature__ = inspect.signature(build)
+# help(mlc.build) and mlc.build.__doc__ show the function's documentation too
+__doc__ = f"{__doc__}\n\nmlc.build(mod, target=...):\n{build.__doc__}"

@@ -44,3 +44,9 @@ def test_import_does_not_load_the_execution_engine():
     code = "import sys, mlc_mlir; print('mlir.execution_engine' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_build_package_documents_the_build_function():
+    import mlc_mlir as mlc
+
+    assert "Compile every public function" in mlc.build.__doc__
