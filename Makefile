@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.mlc-installed
 
-.PHONY: setup demo test pytest lit package-check bench clean
+.PHONY: setup demo test pytest lit package-check bench bench-tune clean
 
 setup: $(STAMP)
 
@@ -42,8 +42,14 @@ package-check: setup
 	$(PY) tests/package/check_wheel.py
 
 bench: setup
+	$(PY) benchmarks/bench_call.py
 	$(PY) benchmarks/bench_matmul.py
 	$(PY) benchmarks/bench_mlp_fusion.py
+	$(PY) benchmarks/bench_cuda.py
+
+# `make bench-tune`: tuning runs (minutes): trials, wall time, ratios against NumPy, tuning curve.
+bench-tune: setup
+	$(PY) benchmarks/bench_tune.py
 
 clean:
 	rm -rf .lit-out .pytest_cache build dist *.egg-info
