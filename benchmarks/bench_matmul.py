@@ -24,34 +24,10 @@ import numpy as np  # noqa: E402  (bench_common sets the OpenMP environment firs
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import mlc_mlir as mlc  # noqa: E402
-from matmul_schedules import blocked_schedule, primitive_schedule, render_script  # noqa: E402
+from matmul_schedules import blocked_schedule, matmul_text, primitive_schedule, render_script  # noqa: E402
 from mlc_mlir.build.passes import memref_abi  # noqa: E402
 from mlc_mlir.build.pipeline import openmp_lib  # noqa: E402
 from mlc_mlir.schedule.rules import apply_rules  # noqa: E402
-
-
-def matmul_text(n: int, relu: bool) -> str:
-    """``main(A, B, C)``: C = A @ B (block ``Y``), or C = max(A @ B, 0) (blocks ``Y``, ``C``)."""
-    t = f"tensor<{n}x{n}xf32>"
-    relu_op = f"""
-  %c = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
-                       iterator_types = ["parallel", "parallel"]}}
-       ins(%y : {t}) outs(%C : {t}) attrs = {{mlc.block = "C"}} {{
-  ^bb0(%v: f32, %o: f32):
-    %r = arith.maximumf %v, %zero : f32
-    linalg.yield %r : f32
-  }} -> {t}
-  return %c : {t}"""
-    dest = "%e" if relu else "%C"
-    empty = f"%e = tensor.empty() : {t}" if relu else ""
-    return f"""
-func.func @main(%A: {t}, %B: {t}, %C: {t}) -> {t} attributes {{mlc.prim_func}} {{
-  %zero = arith.constant 0.0 : f32
-  {empty}
-  %y0 = linalg.fill {{mlc.block_init = "Y"}} ins(%zero : f32) outs({dest} : {t}) -> {t}
-  %y = linalg.matmul {{mlc.block = "Y"}} ins(%A, %B : {t}, {t}) outs(%y0 : {t}) -> {t}
-  {relu_op if relu else f"return %y : {t}"}
-}}"""
 
 
 def scripted(mod: mlc.Module, script: str) -> mlc.Module:

@@ -30,30 +30,7 @@ from threadpoolctl import threadpool_limits
 
 import mlc_mlir as mlc
 from mlc_mlir.build.pipeline import openmp_lib
-
-
-def matmul_text(n: int, relu: bool) -> str:
-    """The course's mm_relu (blocks Y, C) or a plain matmul (block Y), n x n f32."""
-    t = f"tensor<{n}x{n}xf32>"
-    dest, empty, tail = "%C", "", f"return %y : {t}"
-    if relu:
-        dest, empty = "%e", f"%e = tensor.empty() : {t}"
-        tail = f"""%c = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
-                       iterator_types = ["parallel", "parallel"]}}
-       ins(%y : {t}) outs(%C : {t}) attrs = {{mlc.block = "C"}} {{
-  ^bb0(%v: f32, %o: f32):
-    %r = arith.maximumf %v, %zero : f32
-    linalg.yield %r : f32
-  }} -> {t}
-  return %c : {t}"""
-    return f"""
-func.func @main(%A: {t}, %B: {t}, %C: {t}) -> {t} attributes {{mlc.prim_func}} {{
-  %zero = arith.constant 0.0 : f32
-  {empty}
-  %y0 = linalg.fill {{mlc.block_init = "Y"}} ins(%zero : f32) outs({dest} : {t}) -> {t}
-  %y = linalg.matmul {{mlc.block = "Y"}} ins(%A, %B : {t}, {t}) outs(%y0 : {t}) -> {t}
-  {tail}
-}}"""
+from matmul_schedules import matmul_text  # the benchmarks' one definition of the programs
 
 
 def gflops(n: int, seconds: float) -> float:

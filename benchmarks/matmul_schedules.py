@@ -99,3 +99,27 @@ def blocked_schedule(mod: mlc.Module, *, block: str = "Y", row_tiles: int = 32, 
     if vectorize_copy:
         sch.vectorize(sch.get_loops(b_local)[-1])
     return sch
+
+
+def matmul_text(n: int, relu: bool) -> str:
+    """``main(A, B, C)``: C = A @ B (block ``Y``), or C = max(A @ B, 0) (blocks ``Y``, ``C``)."""
+    t = f"tensor<{n}x{n}xf32>"
+    relu_op = f"""
+  %c = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+       ins(%y : {t}) outs(%C : {t}) attrs = {{mlc.block = "C"}} {{
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.maximumf %v, %zero : f32
+    linalg.yield %r : f32
+  }} -> {t}
+  return %c : {t}"""
+    dest = "%e" if relu else "%C"
+    empty = f"%e = tensor.empty() : {t}" if relu else ""
+    return f"""
+func.func @main(%A: {t}, %B: {t}, %C: {t}) -> {t} attributes {{mlc.prim_func}} {{
+  %zero = arith.constant 0.0 : f32
+  {empty}
+  %y0 = linalg.fill {{mlc.block_init = "Y"}} ins(%zero : f32) outs({dest} : {t}) -> {t}
+  %y = linalg.matmul {{mlc.block = "Y"}} ins(%A, %B : {t}, {t}) outs(%y0 : {t}) -> {t}
+  {relu_op if relu else f"return %y : {t}"}
+}}"""
