@@ -24,7 +24,7 @@ import numpy as np
 from mlc_mlir.testing import cuda_schedules as cs
 
 import mlc_mlir as mlc  # noqa: E402
-from mlc_mlir.build.cuda import device_arch  # noqa: E402
+from mlc_mlir.compiler.cuda import device_arch  # noqa: E402
 
 #: matmul configurations: (tile_local_y, tile_local_x, tile_block_y, tile_block_x, tile_k, vec)
 MATMUL_CONFIGS = {"course 8x8/8x8/k8": (8, 8, 8, 8, 8, 4), "8x8/16x16/k8": (8, 8, 16, 16, 8, 4)}

@@ -10,7 +10,7 @@ import numpy as np
 
 import mlc_mlir as mlc
 from mlc_mlir import te
-from mlc_mlir.build.cuda import CudaModule, cuda_driver, device_arch
+from mlc_mlir.compiler.cuda import CudaModule, cuda_driver, device_arch
 
 N, NTHREAD = 1024, 128
 

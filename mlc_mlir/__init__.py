@@ -2,13 +2,13 @@
 
 import logging as _logging
 
-from . import errors, log
+from . import _aliases, errors, log
 from .errors import (ArgumentError, BuildError, ExecutionError, GraphError, LoweringError, MlcError, ParseError,
                      RuntimeError_, ScheduleError, TEError, TuneError)
 
 # Imported on first use (module __getattr__ below), so `mlc-opt` and `import mlc_mlir` start
 # without loading NumPy and the runtime: name -> (module, attribute or None for the module).
-_LAZY = {"runtime": (".runtime", None), "build": (".build", None), "Module": (".ir", "Module"),
+_LAZY = {"runtime": (".runtime", None), "build": (".compiler", None), "Module": (".ir", "Module"),
          "Function": (".ir", "Function"), "cpu": (".runtime", "cpu"), "cuda": (".runtime", "cuda"),
          "register_func": (".runtime", "register_func"),
          # the course's tvm.IRModule({...}) / IRModule.from_expr(func)
@@ -25,9 +25,10 @@ _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 log.configure_from_env()
 
 
-# `mlc.build` is the subpackage mlc_mlir.build, which is callable as the function
-# mlc_mlir.build.build (build/__init__.py): `mlc.build(mod)` compiles, and
-# `import mlc_mlir.build.pipeline` / `from mlc_mlir.build import build` keep working.
+# `mlc.build` is the compiler package mlc_mlir.compiler, which is callable as the function
+# mlc_mlir.compiler.build (compiler/__init__.py): `mlc.build(mod)` compiles. Modules that
+# moved keep their old import paths (`import mlc_mlir.compiler.pipeline`): _aliases.py.
+_aliases.install()
 
 
 _NOT_YET = {

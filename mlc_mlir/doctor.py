@@ -64,7 +64,7 @@ def _wheels() -> str:
 @functools.cache
 def _llc_version() -> dict[str, str]:
     """``llc --version`` of the LLVM wheel: LLVM version, default triple, host CPU."""
-    from .build.pipeline import tool_path
+    from .compiler.pipeline import tool_path
 
     out = subprocess.run([tool_path("llc"), "--version"], capture_output=True, text=True, timeout=30,
                          check=True).stdout
@@ -121,7 +121,7 @@ def _vectors() -> str:
 
 
 def _openmp() -> str:
-    from .build.pipeline import openmp_lib
+    from .compiler.pipeline import openmp_lib
 
     return openmp_lib()
 
@@ -134,7 +134,7 @@ def _dialects() -> str:
 
 
 def _cuda_toolkit() -> str:
-    from .build.gpu_pipeline import cuda_toolkit
+    from .compiler.gpu_pipeline import cuda_toolkit
 
     toolkit = cuda_toolkit()
     if toolkit is None:
@@ -150,7 +150,7 @@ def _cuda_toolkit() -> str:
 
 
 def _gpu() -> str:
-    from .build.cuda import cuda_driver, device_arch
+    from .compiler.cuda import cuda_driver, device_arch
 
     smi = shutil.which("nvidia-smi")
     smi_text = ""

@@ -1,7 +1,7 @@
 """Logging: the ``mlc_mlir`` logger tree and the IR dumps that users ask for.
 
 Every module logs to ``logging.getLogger(__name__)``, so records come from child loggers
-per layer (``mlc_mlir.context``, ``mlc_mlir.build.pipeline``, ``mlc_mlir.graph.optimize``,
+per layer (``mlc_mlir.context``, ``mlc_mlir.compiler.pipeline``, ``mlc_mlir.graph.optimize``,
 ...). The package logger has a ``NullHandler``: nothing is printed unless the application
 configures logging (``logging.basicConfig(level=logging.DEBUG)``) or sets
 ``MLC_LOG=debug|info|warning|error``, which attaches a stderr handler to ``mlc_mlir``.

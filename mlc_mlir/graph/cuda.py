@@ -4,7 +4,7 @@ The graph is optimized, legalized and fused exactly as for the CPU; then every t
 program is bound to the GPU by the default rules (:mod:`mlc_mlir.schedule.gpu_rules`:
 one kernel per block, spatial loops on ``blockIdx``/``threadIdx``, reductions serial per
 thread), the graph functions are lowered to calls and the whole module is built with
-:func:`mlc_mlir.build.cuda.build_cuda` (tensor programs inlined into the graph function:
+:func:`mlc_mlir.compiler.cuda.build_cuda` (tensor programs inlined into the graph function:
 one host function that launches one kernel per block; intermediates in device memory).
 
 The virtual machine takes CUDA arrays (or ``torch.cuda`` tensors) and returns CUDA
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..build.cuda import build_cuda
+from ..compiler.cuda import build_cuda
 from ..errors import ArgumentError
 from ..ir import Module
 from ..runtime import Device
@@ -36,7 +36,7 @@ def build_graph_cuda(mod: Module, target: str, *, opt_level: int = 2, op_map: di
     """
     from .vm import Executable, _CallbackErrors
 
-    from ..build.pipeline import Compilation
+    from ..compiler.pipeline import Compilation
     from .pipeline import graph_stages
 
     state = Compilation()

@@ -31,7 +31,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import tensor
 
-from ..build.pipeline import run_pipeline
+from ..compiler.pipeline import run_pipeline
 from ..errors import GraphError, LoweringError
 from .analysis import fail, func_name, graph_functions, value_shapes, walk_ops
 from .dce import remove_unused_ops

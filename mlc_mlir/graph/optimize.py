@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from ..build.pipeline import Stage, run_stages
+from ..compiler.pipeline import Stage, run_stages
 from ..errors import GraphError
 from ..ir import Module
 from .analysis import clone_module, graph_functions, walk_ops
@@ -36,7 +36,7 @@ MAX_OPT_LEVEL = 3
 
 
 def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None = None) -> list[Stage]:
-    """The graph stages (:class:`~mlc_mlir.build.pipeline.Stage`) of ``opt_level`` (0 to 3), in order."""
+    """The graph stages (:class:`~mlc_mlir.compiler.pipeline.Stage`) of ``opt_level`` (0 to 3), in order."""
     from .transform import LegalizeOps
 
     if not isinstance(opt_level, int) or isinstance(opt_level, bool) or not 0 <= opt_level <= MAX_OPT_LEVEL:

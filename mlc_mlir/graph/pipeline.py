@@ -14,14 +14,14 @@ optimization stages      :func:`.optimize.optimization_stages` (graph ``opt_leve
 ``graph-inline``         tensor programs inlined into them, unused ones dropped
 =======================  ==============================================================
 
-Code generation follows (:func:`mlc_mlir.build.pipeline.codegen_stages`).
+Code generation follows (:func:`mlc_mlir.compiler.pipeline.codegen_stages`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..build.pipeline import Compilation, Stage
+from ..compiler.pipeline import Compilation, Stage
 from ..errors import GraphError
 from ..ir import Module
 from .analysis import clone_module

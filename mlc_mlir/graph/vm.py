@@ -19,7 +19,7 @@ the static sizes of the tensor programs ``call_tir`` calls (a kernel compiled fo
 ``(2, 3)`` called with ``x: (n, 3)`` needs ``n == 2``), allocates fresh outputs for every
 call and returns them as ``mlc.runtime.NDArray``. A call with exact C-contiguous NumPy
 inputs runs through generated code: output allocation from the input shapes, then the
-compiled function's builtin entry (:mod:`mlc_mlir.build.fastcall`), which makes every
+compiled function's builtin entry (:mod:`mlc_mlir.compiler.fastcall`), which makes every
 check in native code; any call it declines takes :meth:`GraphFunction.call_checked`.
 """
 
@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
-from ..build import RuntimeModule, compile_module, host_target
-from ..build.pipeline import Compilation, build_stages
+from ..compiler import RuntimeModule, compile_module, host_target
+from ..compiler.pipeline import Compilation, build_stages
 from ..errors import ArgumentError, GraphError, RuntimeError_
 from ..ir import Module
 from ..irutil import check_arity, check_array

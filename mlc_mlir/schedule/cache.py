@@ -9,7 +9,7 @@ other primitives schedule like any block (``compute_at(A_reg, k)``). Emission: a
 ``copy_back_op`` is the write-back copy and the init fill moves onto the new buffer. The
 scope is an attribute only (no memref memory space), so the program builds for the CPU;
 the CUDA build turns ``"shared"`` copies into workgroup memory fetched by the whole
-thread block (:mod:`mlc_mlir.build.gpu_shared`) and keeps ``"local"`` tiles per thread.
+thread block (:mod:`mlc_mlir.compiler.gpu_shared`) and keeps ``"local"`` tiles per thread.
 
 Cooperative fetching (course ch.6)::
 

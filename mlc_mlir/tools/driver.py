@@ -257,7 +257,7 @@ class Driver:
         if st.kind == "pipeline":
             self.managers[id(st)].run(module.operation)
             return module
-        from ..build.pipeline import Stage, run_stage
+        from ..compiler.pipeline import Stage, run_stage
         from ..ir import Module
 
         if st.kind == "mlc":
@@ -268,7 +268,7 @@ class Driver:
             from ..schedule import apply_transform_script
 
             stage = Stage(st.label, lambda m: apply_transform_script(m, self.scripts[st.text]), graph=True)
-        return run_stage(Module(module), stage).mlir_module  # the pipeline's runner (build/pipeline.py)
+        return run_stage(Module(module), stage).mlir_module  # the pipeline's runner (compiler/pipeline.py)
 
     def _print(self, module: ir.Module, out: TextIO) -> None:
         f = self.opts.flags

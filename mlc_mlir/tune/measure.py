@@ -24,7 +24,7 @@ __all__ = ["MeasureInput", "MeasureResult", "build_candidate", "run_candidate", 
 class MeasureInput:
     """One candidate to build and run (picklable).
 
-    ``build_fn(mod, target) -> runtime module`` replaces :func:`mlc_mlir.build` (MetaSchedule's
+    ``build_fn(mod, target) -> runtime module`` replaces :func:`mlc_mlir.compiler.build` (MetaSchedule's
     ``LocalBuilder(f_build=...)``); it must be importable by name in a child process.
     """
 
@@ -84,7 +84,7 @@ def _random_args(func: Any, seed: int = 0) -> list[np.ndarray]:
 
 def _reference(inp: MeasureInput) -> tuple[list[np.ndarray], list[np.ndarray]]:
     if inp.key not in _REFERENCE:
-        from ..build import build
+        from ..compiler import build
 
         rt = build(_module(inp), inp.target)
         func = rt[inp.func]
@@ -98,7 +98,7 @@ def _reference(inp: MeasureInput) -> tuple[list[np.ndarray], list[np.ndarray]]:
 
 def build_candidate(inp: MeasureInput) -> tuple[Any, float]:
     """Replay the trace and compile; returns (runtime module, seconds)."""
-    from ..build import build
+    from ..compiler import build
     from ..schedule import Schedule, Trace
 
     t0 = time.perf_counter()

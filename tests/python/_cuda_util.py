@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from mlc_mlir.testing.gpu import matmul_blocking, vector_add  # noqa: F401 - re-exported
-from mlc_mlir.build.gpu_pipeline import cuda_toolkit
+from mlc_mlir.compiler.gpu_pipeline import cuda_toolkit
 
 
 def ptxas() -> Path | None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mlc_mlir as mlc
-from mlc_mlir.build.passes import memref_abi
+from mlc_mlir.compiler.passes import memref_abi
 
 from _benchmarks import load_benchmark
 
@@ -48,7 +48,7 @@ def test_mm_relu128_script(mm_relu_text, rng, script):
 def test_matmul1024_script_parallel(rng, threads):
     import ctypes
 
-    from mlc_mlir.build.pipeline import openmp_lib
+    from mlc_mlir.compiler.pipeline import openmp_lib
 
     mod = _scheduled(_matmul(1024), "matmul1024.mlir")
     assert "scf.forall" in str(mod)

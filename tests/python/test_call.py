@@ -15,7 +15,7 @@ import pytest
 
 import mlc_mlir as mlc
 from mlc_mlir import te
-from mlc_mlir.build import CompiledFunction, fastcall
+from mlc_mlir.compiler import CompiledFunction, fastcall
 
 
 def add_kernel(n, name, dtype="float32"):
@@ -402,7 +402,7 @@ def test_rank3_symbolic_strides(rng):
 
 
 def test_after_call_hook_runs_once_per_call_and_may_raise(rng):
-    from mlc_mlir.build import compile_module
+    from mlc_mlir.compiler import compile_module
 
     calls = []
 

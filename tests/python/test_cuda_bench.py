@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mlc_mlir.build.cuda import device_arch
+from mlc_mlir.compiler.cuda import device_arch
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_cuda.py"
 

@@ -8,7 +8,7 @@ from _cuda_util import matmul_blocking, ptxas, vector_add
 
 import mlc_mlir as mlc
 from mlc_mlir import te
-from mlc_mlir.build.cuda import NO_DRIVER, cuda_driver
+from mlc_mlir.compiler.cuda import NO_DRIVER, cuda_driver
 from mlc_mlir.errors import RuntimeError_
 
 
@@ -243,7 +243,7 @@ def test_memref_form_with_a_transform_script():
 
 def test_ptx_without_ptxas(monkeypatch):
     """No toolkit: the kernels stay PTX (the driver compiles them when the module loads)."""
-    from mlc_mlir.build import gpu_pipeline
+    from mlc_mlir.compiler import gpu_pipeline
 
     monkeypatch.setattr(gpu_pipeline, "cuda_toolkit", lambda: None)
     rt = mlc.build(vector_add(256, 64).mod, target="cuda -arch=sm_90")

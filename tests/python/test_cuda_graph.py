@@ -11,7 +11,7 @@ from _cuda_util import ptxas
 from _fake_cuda import FakeDriver
 
 import mlc_mlir as mlc
-from mlc_mlir.build.cuda import cuda_driver, device_arch
+from mlc_mlir.compiler.cuda import cuda_driver, device_arch
 from mlc_mlir.runtime.cuda_device import use_driver
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mlp_digits.py"

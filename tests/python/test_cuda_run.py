@@ -6,7 +6,7 @@ from _cuda_util import matmul_blocking, vector_add
 
 import mlc_mlir as mlc
 from mlc_mlir import te
-from mlc_mlir.build.cuda import cuda_driver, device_arch
+from mlc_mlir.compiler.cuda import cuda_driver, device_arch
 
 pytestmark = pytest.mark.skipif(cuda_driver() is None or device_arch() is None, reason="needs a CUDA GPU")
 

@@ -10,7 +10,7 @@ from _cuda_util import ptxas
 
 import mlc_mlir as mlc
 from mlc_mlir import te
-from mlc_mlir.build.cuda import cuda_driver, device_arch
+from mlc_mlir.compiler.cuda import cuda_driver, device_arch
 
 from mlc_mlir.testing import cuda_schedules as cs
 
@@ -167,12 +167,12 @@ def _emulated_build(mod: mlc.Module):
     region relaxation, the fetch indexing (vector chunks included) and the per-thread views."""
     from mlir.execution_engine import ExecutionEngine
 
-    from mlc_mlir.build import Stage, cpu_stages, run_pipeline, run_stages
-    from mlc_mlir.build.abi import to_memref_abi
-    from mlc_mlir.build.executable import RuntimeModule
-    from mlc_mlir.build.gpu_mapping import trip_counts
-    from mlc_mlir.build.gpu_shared import emulate_shared_copies
-    from mlc_mlir.build.pipeline import mlir_lib
+    from mlc_mlir.compiler import Stage, cpu_stages, run_pipeline, run_stages
+    from mlc_mlir.compiler.abi import to_memref_abi
+    from mlc_mlir.compiler.executable import RuntimeModule
+    from mlc_mlir.compiler.gpu_mapping import trip_counts
+    from mlc_mlir.compiler.gpu_shared import emulate_shared_copies
+    from mlc_mlir.compiler.pipeline import mlir_lib
     from mlc_mlir.context import mlc_context
 
     work = mod.clone()

@@ -3,6 +3,9 @@
 import importlib
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 import mlc_mlir as mlc
 from mlc_mlir import graph, te
@@ -22,14 +25,34 @@ def test_execution_error_is_runtime_error_():
 
 
 def test_build_package_and_function():
-    import mlc_mlir.build.pipeline as pipeline
-    from mlc_mlir.build import build
+    import mlc_mlir.compiler.pipeline as pipeline
+    from mlc_mlir.compiler import build
 
     assert callable(mlc.build) and callable(build) and mlc.build.build is build
-    assert importlib.import_module("mlc_mlir.build.pipeline") is pipeline is mlc.build.pipeline
+    assert importlib.import_module("mlc_mlir.compiler.pipeline") is pipeline is mlc.build.pipeline
     import inspect
 
     assert list(inspect.signature(mlc.build).parameters)[:2] == ["mod", "target"]
+
+
+def test_old_compiler_paths_give_the_same_modules():
+    # mlc_mlir/build/ was renamed mlc_mlir/compiler/: old imports reach the same objects
+    import mlc_mlir.build.pipeline as old_pipeline
+    import mlc_mlir.compiler.pipeline as pipeline
+    from mlc_mlir.build import RuntimeModule, build
+    from mlc_mlir.build.executable import RuntimeModule as RuntimeModule2
+
+    assert old_pipeline is pipeline and build is mlc.compiler.build and RuntimeModule is RuntimeModule2
+    assert pipeline.__spec__.name == "mlc_mlir.compiler.pipeline" and pipeline.__name__ == pipeline.__spec__.name
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("mlc_mlir.build.no_such_module")
+
+
+def test_no_package_directory_named_build():
+    # .gitignore templates and tools read a build/ directory as build output
+    import mlc_mlir
+
+    assert not (Path(mlc_mlir.__file__).parent / "build").exists()
 
 
 def test_every_pass_provider_exists():

@@ -5,7 +5,7 @@ import re
 import numpy as np
 
 import mlc_mlir as mlc
-from mlc_mlir.build.pipeline import Compilation, Stage, build_stages, codegen_stages, run_stages
+from mlc_mlir.compiler.pipeline import Compilation, Stage, build_stages, codegen_stages, run_stages
 from mlc_mlir.graph import BlockBuilder, Var, op
 from mlc_mlir.tools.mlc_opt import main as mlc_opt
 

@@ -14,7 +14,7 @@ __all__ = ["memref_abi", "lower_to_llvm", "vector_opt"]
 
 @register_pass("memref-abi", "rewrite public tensor programs to the memref calling convention")
 def memref_abi(mod: Module) -> Module:
-    """Rewrite public tensor-form functions to memref arguments (see build/abi.py)."""
+    """Rewrite public tensor-form functions to memref arguments (see compiler/abi.py)."""
     with mlc_context():
         to_memref_abi(mod.mlir_module)
     return mod
@@ -31,7 +31,7 @@ def lower_to_llvm(mod: Module) -> Module:
 @register_pass("vector-opt", "the build's vector-opt stage on bufferized code: accumulators hoisted, "
                              "contractions lowered to FMAs")
 def vector_opt(mod: Module) -> Module:
-    """Run the ``vector-opt`` build stage (see build/vector_opt.py) on a bufferized module."""
+    """Run the ``vector-opt`` build stage (see compiler/vector_opt.py) on a bufferized module."""
     with mlc_context():
         optimize_vectors(mod.mlir_module)
     return mod

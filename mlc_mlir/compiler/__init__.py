@@ -1,4 +1,4 @@
-"""Build: tensor programs -> LLVM dialect -> JIT (``mlc.build``)."""
+"""The compiler: tensor programs -> LLVM dialect -> JIT (``mlc.build``; old path ``mlc_mlir.build``)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def build(mod: Module, target: str | Target = "llvm", *, opt_level: int = 3,
         target: ``"llvm"`` (host CPU, its vector features; ``"llvm -mcpu=znver3"``,
             ``"llvm -mattr=+avx2,+fma"``: see :mod:`mlc_mlir.target`), or ``"cuda"`` /
             ``"cuda -arch=sm_90"`` (loop nests bound with ``sch.bind``; see
-            :func:`mlc_mlir.build.cuda.build_cuda`).
+            :func:`mlc_mlir.compiler.cuda.build_cuda`).
         opt_level: LLVM optimisation level 0-3 (``mlc.graph.build`` calls this one
             ``llvm_opt_level``; its ``opt_level`` is the graph optimisation level).
         print_after_all: print the IR after each pipeline stage (named as in
@@ -162,7 +162,7 @@ def _jit(module: ir.Module, state: Compilation, opt_level: int,
 
 class _CallablePackage(types.ModuleType):
     """This package, callable as the function :func:`build`: ``mlc.build(mod)`` compiles,
-    while ``import mlc_mlir.build.pipeline`` and ``mlc.build.pipeline`` reach the modules."""
+    while ``import mlc_mlir.compiler.pipeline`` and ``mlc.build.pipeline`` reach the modules."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> RuntimeModule:
         return build(*args, **kwargs)

@@ -1,6 +1,6 @@
 """What LLVM needs to vectorize and fuse multiply-adds: aliasing, fast-math and target facts.
 
-Three build stages of the CPU pipeline (:func:`mlc_mlir.build.pipeline.cpu_stages`):
+Three build stages of the CPU pipeline (:func:`mlc_mlir.compiler.pipeline.cpu_stages`):
 
 ``fastmath`` (before ``to-llvm``)
     ``#arith.fastmath<flags>`` on every floating-point ``arith`` op; ``convert-arith-to-llvm``
