@@ -8,6 +8,7 @@ into the loop (``transform.structured.fuse_into_containing_op``), then tiled fur
 from __future__ import annotations
 
 from ..errors import ScheduleError
+from .peel import share_peel
 from .state import BlockState, FuncState, Loop
 from .trace import BlockRV, LoopRV
 
@@ -52,6 +53,7 @@ class BlockPrimitives:
             shared = {u: tuple((c_to_p[dc], e) for dc, e in fstate.loops[u].parts[cons.name] if dc in c_to_p)
                       for u in cons.path[:index + 1]}
             self._attach(fstate, prod, cons.path[:index + 1], shared, base)
+            share_peel(fstate, cons.path[:index + 1], cons.name, prod.name, c_to_p)
             self._record("compute_at", [("block", block), ("loop", loop)])
 
     def reverse_compute_at(self, block: BlockRV, loop: LoopRV, *, preserve_unit_loops: bool = False) -> None:
@@ -93,6 +95,7 @@ class BlockPrimitives:
             shared = {u: tuple((p_to_c[dp], e) for dp, e in fstate.loops[u].parts[prod.name] if dp in p_to_c)
                       for u in prod.path[:index + 1]}
             self._attach(fstate, cons, prod.path[:index + 1], shared, base)
+            share_peel(fstate, prod.path[:index + 1], prod.name, cons.name, p_to_c)
             self._record("reverse_compute_at", [("block", block), ("loop", loop)])
 
     def _attach_args(self, block, loop, what: str, *, consumer_under: bool):
@@ -222,8 +225,8 @@ class BlockPrimitives:
         inner = bstate.path[index:]
         for u in inner:
             lp = fstate.loops[u]
-            if len(fstate.owners(u)) > 1 or lp.kind != "serial":
-                raise ScheduleError(f"{what}: loop {lp.name} inside {name} is shared or {lp.kind}")
+            if len(fstate.owners(u)) > 1 or lp.kind != "serial" or lp.peel is not None:
+                raise ScheduleError(f"{what}: loop {lp.name} inside {name} is shared, peeled or {lp.kind}")
         tile = [fstate.step(bstate, index - 1, d) for d in range(bstate.info.ndims)]
         if None in tile:
             raise ScheduleError(f"{what}: the loops inside {name} have dynamic extents")

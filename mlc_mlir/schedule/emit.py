@@ -282,16 +282,48 @@ class _FuncEmitter:
                 vectorized = True
         if vectorized:
             self._vector_cleanup()
-        unrolled: dict[int, tuple[int, int]] = {}
-        for block in order:
-            for i, uid in enumerate(block.path):
-                if st.loops[uid].kind == "unrolled" and uid not in unrolled:
-                    unrolled[uid] = (i, st.trip_count(block, i))
-        for uid, (_, trips) in sorted(unrolled.items(), key=lambda kv: -kv[1][0]):
-            tloop.LoopUnrollOp(self.loop_h[uid], factor=trips)
+        self._unroll(order, self._peel(order))
         with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
             transform.ApplyCanonicalizationPatternsOp()
         transform.ApplyCommonSubexpressionEliminationOp(self.func_h)
+
+    def _peel(self, order: list[BlockState]) -> dict[int, tuple[ir.Value, ir.Value]]:
+        """``transform.loop.peel`` of every peeled loop with a partial last tile; returns
+        ``{uid: (main loop, remainder)}``. The unrolled loops inside are tagged first
+        (``mlc.unroll``) so that they are found again in both copies."""
+        peeled = {uid: lp for uid, lp in self.state.loops.items()
+                  if lp.peel is not None and uid in self.loop_h
+                  and any(r != 0 for dims in lp.peel.values() for r in dims.values())}
+        out: dict[int, tuple[ir.Value, ir.Value]] = {}
+        for block in order:
+            path = block.path
+            for i, uid in enumerate(path):
+                if self.state.loops[uid].kind == "unrolled" and any(u in peeled for u in path[:i]):
+                    self._annotate(self.loop_h[uid], "mlc.unroll", str(uid))
+        for uid in peeled:
+            loop = transform.CastOp(transform.OperationType.get("scf.for"), self.loop_h[uid]).result
+            op = tloop.LoopPeelOp(self.any, self.any, loop)
+            out[uid] = (op.peeled_loop, op.remainder_loop)
+        return out
+
+    def _unroll(self, order: list[BlockState], peeled: dict[int, tuple[ir.Value, ir.Value]]) -> None:
+        """Unroll every unrolled loop by its trip count, innermost first; inside a peeled
+        loop, in the main loop and in the remainder, each by its own trip count."""
+        st = self.state
+        unrolled: dict[int, tuple[int, BlockState]] = {}
+        for block in order:
+            for i, uid in enumerate(block.path):
+                if st.loops[uid].kind == "unrolled" and uid not in unrolled:
+                    unrolled[uid] = (i, block)
+        for uid, (i, block) in sorted(unrolled.items(), key=lambda kv: -kv[1][0]):
+            outer = next((u for u in block.path[:i] if u in peeled), None)
+            if outer is None:
+                tloop.LoopUnrollOp(self.loop_h[uid], factor=st.trip_count(block, i))
+                continue
+            for scope, rem in zip(peeled[outer], (frozenset(), frozenset({outer}))):
+                trips = st.trip_count(block, i, rem)
+                if trips is not None:
+                    tloop.LoopUnrollOp(self._match(scope, "mlc.unroll", str(uid), ["scf.for"]), factor=trips)
 
     def _vectorize_init(self, block: BlockState) -> None:
         """Vectorize the init fill of a vectorized reduction block when its tile is small.

@@ -65,8 +65,9 @@ def fuse_general(fstate: FuncState, uids: list[int], new_uid) -> int:
             raise ScheduleError(f"fuse({names}): the loops are not under the same blocks "
                                 f"({fstate.loops[uids[0]].name}: {owners}, {fstate.loops[u].name}: {fstate.owners(u)})")
     for u in uids:
-        if fstate.loops[u].kind != "serial":
-            raise ScheduleError(f"fuse: loop {fstate.loops[u].name} is already {fstate.loops[u].kind}")
+        if fstate.loops[u].kind != "serial" or fstate.loops[u].peel is not None:
+            raise ScheduleError(f"fuse: loop {fstate.loops[u].name} is already "
+                                f"{fstate.loops[u].kind if fstate.loops[u].peel is None else 'peeled'}")
     parts = {}
     for b in owners:
         path = fstate.blocks[b].path

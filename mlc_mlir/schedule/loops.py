@@ -78,8 +78,8 @@ class LoopPrimitives:
         with self._edit():
             block = fstate.block_of_loop(uid, "split")
             old = fstate.loops[uid]
-            if old.kind != "serial":
-                how = f"bound to {old.thread}" if old.kind == "bound" else old.kind
+            if old.kind != "serial" or old.peel is not None:
+                how = f"bound to {old.thread}" if old.kind == "bound" else old.kind if old.peel is None else "peeled"
                 raise ScheduleError(f"split: loop {old.name} is already {how}; splitting it would drop that "
                                     "annotation (split first, then annotate the new loops)")
             parts = old.parts[block.name]
@@ -96,6 +96,9 @@ class LoopPrimitives:
                 nid = self._new_uid()
                 fstate.loops[nid] = Loop(nid, f"{old.name}_{n}", {block.name: ((dim, f),)})
                 new.append(nid)
+            inner = math.prod(vals[1:]) if None not in vals else None
+            if extent is not None and inner and 0 < extent - (vals[0] - 1) * inner < inner:
+                fstate.loops[new[0]].tail = {block.name: {dim: (extent - (vals[0] - 1) * inner, inner)}}
             block.path[index:index + 1] = new
             del fstate.loops[uid]
             rvs = [self._loop_rv(fstate, n) for n in new]
@@ -197,8 +200,8 @@ class LoopPrimitives:
         parts: list[tuple[int, int | None]] = []
         for u in uids:
             lp = fstate.loops[u]
-            if lp.kind != "serial":
-                raise ScheduleError(f"fuse: loop {lp.name} is already {lp.kind}")
+            if lp.kind != "serial" or lp.peel is not None:
+                raise ScheduleError(f"fuse: loop {lp.name} is already {lp.kind if lp.peel is None else 'peeled'}")
             for d, e in lp.parts[block.name]:
                 if parts and parts[-1][0] == d:
                     prev = parts[-1][1]
@@ -219,8 +222,8 @@ class LoopPrimitives:
     def _set_kind(self, loop: LoopRV, kind: str, what: str, thread: str | None = None) -> tuple:
         fstate, uid = self._resolve_loop(loop, what)
         lp = fstate.loops[uid]
-        if lp.kind != "serial":
-            raise ScheduleError(f"{what}: loop {lp.name} is already {lp.kind}")
+        if lp.kind != "serial" or lp.peel is not None:
+            raise ScheduleError(f"{what}: loop {lp.name} is already {lp.kind if lp.peel is None else 'peeled'}")
         for bname, parts in lp.parts.items():
             info = fstate.blocks[bname].info
             for d, _ in parts:

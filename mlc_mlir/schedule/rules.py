@@ -44,7 +44,9 @@ decision: the trace replays to the same schedule, and a tuner mutates the decisi
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from mlir import ir
 
@@ -54,6 +56,7 @@ from ..errors import MlcError, ScheduleError
 from ..ir import Module
 from ..target import Target
 from .payload import BlockInfo, read_blocks
+from .sampling import perfect_tilings
 from .schedule import Schedule
 from .trace import LoopRV
 
@@ -93,7 +96,8 @@ def register_tile_for(info: BlockInfo, target: Target) -> tuple[int, int]:
     return target.vector_registers // 2, lanes
 
 
-def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: bool = False) -> Schedule:
+def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: bool = False,
+                decide: Decide | None = None) -> Schedule:
     """Apply the default rules to every block of every tensor program of ``sch.mod``.
 
     Functions that already have loops or vector ops (scheduled before, e.g. a tuned kernel
@@ -104,6 +108,9 @@ def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: b
         target: the target (``None``: the host CPU).
         tunable: record each choice as a ``sample_perfect_tile`` / ``sample_categorical``
             decision (the rule's choice selected) so that a tuner can mutate and replay.
+        decide: ``decide(site, n_options, default_index) -> index`` picks the decision at
+            each sampling site in the order the rules reach them (implies ``tunable``):
+            the auto-tuner's random samples and mutants (:class:`mlc.tune.AutoSchedule`).
 
     Returns:
         ``sch`` (scheduled in place).
@@ -116,7 +123,7 @@ def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: b
     tgt = Target.of(target)
     if not tgt.is_cpu:
         raise ScheduleError(f"apply_rules: the default rules are for CPU targets, got {str(tgt)!r}")
-    return _apply(sch, tgt, tunable, None)
+    return _apply(sch, tgt, _Sampler(sch, tunable, decide), None)
 
 
 def _scheduled_funcs(module) -> set[str]:
@@ -142,7 +149,7 @@ def _scheduled_funcs(module) -> set[str]:
     return names
 
 
-def _apply(sch: Schedule, tgt: Target, tunable: bool, only: set[str] | None) -> Schedule:
+def _apply(sch: Schedule, tgt: Target, sm: _Sampler, only: set[str] | None) -> Schedule:
     with mlc_context():
         infos = read_blocks(sch.mod.mlir_module)
         skip = _scheduled_funcs(sch.mod.mlir_module)
@@ -152,7 +159,7 @@ def _apply(sch: Schedule, tgt: Target, tunable: bool, only: set[str] | None) -> 
     with sch.deferred():
         for fname, blocks in by_func.items():
             if (only is None or fname in only) and fname not in skip:
-                _schedule_func(sch, fname, blocks, tgt, tunable)
+                _schedule_func(sch, fname, blocks, tgt, sm)
     return sch
 
 
@@ -164,7 +171,8 @@ def default_schedule(mod: Module, target: Target | str | None = None) -> Module:
     """
     tgt = Target.of(target)
     try:
-        return _apply(Schedule(mod), tgt, False, None).mod
+        sch = Schedule(mod)
+        return _apply(sch, tgt, _Sampler(sch, False, None), None).mod
     except MlcError:
         pass
     good: set[str] = set()
@@ -172,19 +180,21 @@ def default_schedule(mod: Module, target: Target | str | None = None) -> Module:
         funcs = sorted({f for f, _ in read_blocks(mod.mlir_module)})
     for fname in funcs:
         try:
-            _apply(Schedule(mod), tgt, False, {fname}).mod
+            sch = Schedule(mod)
+            _apply(sch, tgt, _Sampler(sch, False, None), {fname}).mod
             good.add(fname)
         except MlcError as exc:
             warnings.warn(f"default schedule rules skipped @{fname}: {exc}", RuntimeWarning, stacklevel=2)
     try:
-        return _apply(Schedule(mod), tgt, False, good).mod
+        sch = Schedule(mod)
+        return _apply(sch, tgt, _Sampler(sch, False, None), good).mod
     except MlcError as exc:  # pragma: no cover - each part applied alone
         warnings.warn(f"default schedule rules skipped: {exc}", RuntimeWarning, stacklevel=2)
         return mod
 
 
 # -- per function ------------------------------------------------------------------------
-def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Target, tunable: bool) -> None:
+def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Target, sm: "_Sampler") -> None:
     done: set[str] = set()
     for info in blocks:
         try:
@@ -195,10 +205,10 @@ def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Targ
             continue
         kind = _contraction(info)
         if kind is not None:
-            done |= _schedule_contraction(sch, fname, info, kind, blocks, tgt, tunable)
+            done |= _schedule_contraction(sch, fname, info, kind, blocks, tgt, sm)
     for info in blocks:
         if info.name not in done and all(it == "parallel" for it in info.iters) and _plain(info):
-            _schedule_elementwise(sch, fname, info, tgt, tunable)
+            _schedule_elementwise(sch, fname, info, tgt, sm)
 
 
 def _plain(info: BlockInfo) -> bool:
@@ -229,20 +239,42 @@ def _largest_divisor(extent: int | None, cap: int) -> int:
     return max(d for d in range(1, min(extent, max(cap, 1)) + 1) if extent % d == 0)
 
 
-def _tile(sch: Schedule, loop: LoopRV, extent: int | None, inner: int, cap: int, tunable: bool) -> list[LoopRV]:
-    """Split ``loop`` into (outer, inner) with ``inner`` dividing ``extent``."""
-    if tunable and extent is not None:
-        factors = sch.sample_perfect_tile(loop, 2, max_innermost_factor=max(cap, inner),
-                                          decision=[extent // inner, inner])
-    else:
-        factors = [None, inner]
-    return sch.split(loop, factors)
+#: ``decide(site, n_options, default_index) -> index``: picks a decision at each sampling
+#: site of the rules, in the order they are reached (the tuner's random sampling and
+#: mutation; None keeps the rule's choice)
+Decide = Callable[[int, int, int], int]
 
 
-def _choose(sch: Schedule, default: bool, tunable: bool) -> bool:
-    if not tunable:
-        return default
-    return bool(sch.sample_categorical([0, 1], [0.5, 0.5], decision=int(default)).value)
+class _Sampler:
+    """The rules' choices: plain values, or (``tunable``) sampling instructions whose
+    decision is the rule's default or what ``decide`` picks."""
+
+    def __init__(self, sch: Schedule, tunable: bool, decide: Decide | None):
+        self.sch, self.tunable, self.decide, self.site = sch, tunable or decide is not None, decide, 0
+
+    def _pick(self, n: int, default: int) -> int:
+        if self.decide is None:
+            return default
+        i = self.decide(self.site, n, default)
+        self.site += 1
+        return i if isinstance(i, int) and 0 <= i < n else default
+
+    def split(self, loop: LoopRV, extent: int | None, inner: int, cap: int) -> tuple[list[LoopRV], int]:
+        """Split ``loop`` into (outer, inner) with ``inner`` dividing ``extent``; returns the
+        loops and the inner factor taken."""
+        if not self.tunable or extent is None:
+            return self.sch.split(loop, [None, inner]), inner
+        options = [list(o) for o in perfect_tilings(extent, 2, max(cap, inner))]
+        choice = options[self._pick(len(options), options.index([extent // inner, inner]))]
+        factors = self.sch.sample_perfect_tile(loop, 2, max_innermost_factor=max(cap, inner), decision=choice)
+        return self.sch.split(loop, factors), choice[1]
+
+    def choose(self, candidates: list[int], default: int) -> Any:
+        """One of ``candidates`` (an ExprRV when tunable: usable as a split factor)."""
+        if not self.tunable or len(candidates) < 2:
+            return default
+        i = self._pick(len(candidates), candidates.index(default))
+        return self.sch.sample_categorical(candidates, [1.0 / len(candidates)] * len(candidates), decision=i)
 
 
 def _try(fn, *args) -> bool:
@@ -268,8 +300,16 @@ def _is_large(info: BlockInfo, kind: _Contraction) -> bool:
             and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1)
 
 
+def _register_rows(sm: _Sampler, sch: Schedule, loop: LoopRV, extent: int, cap: int) -> tuple[list[LoopRV], int]:
+    """Split ``loop`` by the register tile's rows ``mr`` (the target's, or sampled), peeling
+    the remainder when ``mr`` does not divide ``extent``: every tile of the main loop is full."""
+    mr = sm.choose(list(range(1, min(cap, extent) + 1)), min(cap, extent))
+    loops = sch.split(loop, [None, mr])
+    return loops, int(mr)
+
+
 def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction, tgt: Target,
-                      tunable: bool) -> set[str]:
+                      sm: _Sampler) -> set[str]:
     """Cache blocks for a large contraction (as benchmarks/matmul_schedules.blocked_schedule):
     rows in parallel blocks of register tiles, k in blocks of at most K_BLOCK, and the
     K_BLOCK x NR panel of B the block's register tiles share copied to a local buffer."""
@@ -278,74 +318,79 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     (kd,) = kind.reduce
     block = sch.get_block(info.name, fname)
     loops = sch.get_loops(block)
-    i, j, k = loops[kind.i], loops[kind.j], loops[kd]
-    mr, nr = _largest_divisor(ext[kind.i], mr_cap), _largest_divisor(ext[kind.j], nr_cap)
-    rows = _largest_divisor(ext[kind.i] // mr, ROW_TILES)
-    kb = _largest_divisor(ext[kd], K_BLOCK)
-    if tunable:
-        fi = sch.sample_perfect_tile(i, 3, max_innermost_factor=mr_cap, decision=[ext[kind.i] // (rows * mr), rows, mr])
-        fk = sch.sample_perfect_tile(k, 2, max_innermost_factor=ext[kd], decision=[ext[kd] // kb, kb])
-    else:
-        fi, fk = [None, rows, mr], [None, kb]
-    i0, i1, i2 = sch.split(i, fi)
-    j0, j1 = _tile(sch, j, ext[kind.j], nr, nr_cap, tunable)
-    k0, k1 = sch.split(k, fk)
+    ei = ext[kind.i]
+    par = bool(int(sm.choose([0, 1], int(tgt.num_cores > 1))))
+    rows = _largest_divisor(ei, ROW_TILES * mr_cap)
+    (i0, i1), rows = sm.split(loops[kind.i], ei, rows, ei)
+    (i1, i2), mr = _register_rows(sm, sch, i1, rows, mr_cap)
+    (j0, j1), _ = sm.split(loops[kind.j], ext[kind.j], _largest_divisor(ext[kind.j], nr_cap), nr_cap)
+    (k0, k1), _ = sm.split(loops[kd], ext[kd], _largest_divisor(ext[kd], K_BLOCK), ext[kd])
     sch.reorder(i0, k0, j0, i1, k1, i2, j1)
+    if sm.tunable or rows % mr:
+        sch.peel(i1)
     sch.vectorize(j1)
-    if mr > 1:
+    if sm.tunable or mr > 1:
         sch.unroll(i2)
-    b_index = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
-    local = sch.cache_read(block, b_index, "local")
-    sch.compute_at(local, j0)
-    _try(sch.vectorize, sch.get_loops(local)[-1])
-    if _choose(sch, tgt.num_cores > 1 and ext[kind.i] // (rows * mr) >= 2, tunable):
+    if int(sm.choose([0, 1], 1)):
+        b_index = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
+        local = sch.cache_read(block, b_index, "local")
+        sch.compute_at(local, j0)
+        _try(sch.vectorize, sch.get_loops(local)[-1])
+    if par:
         _try(sch.parallel, i0)
     return {info.name}
 
 
 def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction,
-                          blocks: list[BlockInfo], tgt: Target, tunable: bool) -> set[str]:
+                          blocks: list[BlockInfo], tgt: Target, sm: _Sampler) -> set[str]:
     if _is_large(info, kind):
-        return _schedule_blocked(sch, fname, info, kind, tgt, tunable)
+        return _schedule_blocked(sch, fname, info, kind, tgt, sm)
     mr_cap, nr_cap = register_tile_for(info, tgt)
     ext = info.extents
     block = sch.get_block(info.name, fname)
-    loops = sch.get_loops(block)
-    by_dim = dict(enumerate(loops))
-    nr = _largest_divisor(ext[kind.j], nr_cap)
-    j0, j1 = _tile(sch, by_dim[kind.j], ext[kind.j], nr, nr_cap, tunable)
+    by_dim = dict(enumerate(sch.get_loops(block)))
+    ei = ext[kind.i] if kind.i is not None else None
+    cores = tgt.num_cores
+    top_trips = ext[kind.batch[0]] if kind.batch else (ei if kind.i is not None else ext[kind.j] // 8)
+    want = cores > 1 and _macs(info) >= PARALLEL_MIN_FLOPS and (top_trips or 0) >= 2
+    par = bool(int(sm.choose([0, 1], int(want))))
+    (j0, j1), _ = sm.split(by_dim[kind.j], ext[kind.j], _largest_divisor(ext[kind.j], nr_cap), nr_cap)
+    outer, inner, peel, mr = [j0], [j1], None, 1
     if kind.i is not None:
-        # a dynamic extent (symbolic batch) is split by 1: the tile keeps static sizes
-        mr = _largest_divisor(ext[kind.i], mr_cap)
-        i0, i1 = _tile(sch, by_dim[kind.i], ext[kind.i], mr, mr_cap, tunable)
-        outer, inner = [i0, j0], [i1, j1]
-    else:
-        mr, outer, inner = 1, [j0], [j1]
+        rows, lead = by_dim[kind.i], []
+        if ei is None:  # a dynamic extent (symbolic batch) is split by 1: the tile keeps static sizes
+            i0, i1 = sch.split(rows, [None, 1])
+        else:
+            if par and not kind.batch and ei % cores == 0 and ei // cores >= 2:
+                ip, rows = sch.split(rows, [cores, None])
+                lead, ei = [ip], ei // cores
+            (i0, i1), mr = _register_rows(sm, sch, rows, ei, mr_cap)
+            peel = i0 if sm.tunable or ei % mr else None
+        outer, inner = [*lead, i0, j0], [i1, j1]
     sch.reorder(*[by_dim[d] for d in kind.batch], *outer, *[by_dim[d] for d in kind.reduce], *inner)
+    if peel is not None:
+        sch.peel(peel)
     sch.vectorize(j1)
-    if mr > 1:
+    if kind.i is not None and (mr > 1 or sm.tunable):
         sch.unroll(inner[0])
     done = {info.name}
     # (with a symbolic extent the fused epilogue tile does not vectorize: it gets the
-    # elementwise rule instead)
+    # elementwise rule instead); the consumers are computed on the register tile (j0) or on
+    # the row panel (i0)
+    at = j0 if kind.i is None or ei is None or not int(sm.choose([0, 1], 0)) else outer[-2]
     for cons in (_epilogue(info, blocks) if None not in ext else []):
         cblock = sch.get_block(cons.name, fname)
-        if not _try(sch.reverse_compute_at, cblock, j0):
+        if not _try(sch.reverse_compute_at, cblock, at):
             break
         cl = sch.get_loops(cblock)
         _try(sch.vectorize, cl[-1])
-        if mr > 1:
+        if mr > 1 or sm.tunable:
             _try(sch.unroll, cl[-2])
         done.add(cons.name)
     if info.has_init and None not in ext:  # (a symbolic extent's init tile does not vectorize)
         sch.decompose_reduction(block, by_dim[kind.reduce[0]])
-    flops = _macs(info)
-    top = ([by_dim[d] for d in kind.batch] + outer)[0]
-    top_trips = (ext[kind.batch[0]] if kind.batch else
-                 (ext[kind.i] // mr if kind.i is not None and ext[kind.i] else ext[kind.j] // nr))
-    want = tgt.num_cores > 1 and flops >= PARALLEL_MIN_FLOPS and (top_trips or 0) >= 2
-    if _choose(sch, want, tunable):
-        _try(sch.parallel, top)
+    if par:
+        _try(sch.parallel, ([by_dim[d] for d in kind.batch] + outer)[0])
     return done
 
 
@@ -366,7 +411,7 @@ def _epilogue(info: BlockInfo, blocks: list[BlockInfo]) -> list[BlockInfo]:
         last = user
 
 
-def _schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Target, tunable: bool) -> None:
+def _schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Target, sm: _Sampler) -> None:
     out = info.maps[-1]
     if not out or out[-1] is None or info.extents[out[-1]] is None:
         return
@@ -380,14 +425,14 @@ def _schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Targe
     v = _largest_divisor(info.extents[last], 4 * lanes)
     if v < 2 or last != info.ndims - 1:
         return
-    _, inner = _tile(sch, loops[last], info.extents[last], v, 4 * lanes, tunable)
+    (_, inner), _ = sm.split(loops[last], info.extents[last], v, 4 * lanes)
     _try(sch.vectorize, inner)
     elements = 1
     for e in info.extents:
         elements *= e if e is not None else 64
     top = sch.get_loops(block)[0]
     want = tgt.num_cores > 1 and elements >= PARALLEL_MIN_ELEMENTS and len(info.extents) > 1
-    if _choose(sch, want, tunable):
+    if int(sm.choose([0, 1], int(want))):
         _try(sch.parallel, top)
 
 

@@ -32,6 +32,7 @@ from .cache import CachePrimitives
 from .emit import Knob, build_script
 from .loops import LoopPrimitives
 from .payload import read_blocks
+from .peel import PeelPrimitives
 from .sampling import SamplingPrimitives
 from .state import BlockState, FuncState
 from .trace import (SAMPLING_KINDS, BlockRV, Instruction, InstructionKind, LoopRV, Trace,
@@ -40,7 +41,8 @@ from .trace import (SAMPLING_KINDS, BlockRV, Instruction, InstructionKind, LoopR
 __all__ = ["Schedule"]
 
 
-class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimitives, AnnotationPrimitives):
+class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimitives, AnnotationPrimitives,
+               PeelPrimitives):
     """A schedule of the tensor programs of ``mod`` (course: ``tvm.tir.Schedule``).
 
     Args:
@@ -328,7 +330,7 @@ def _register_kinds() -> None:
         "get_producers": (Schedule.get_producers, "b*"), "get_consumers": (Schedule.get_consumers, "b*"),
         "split": (Schedule.split, "l*"), "reorder": (Schedule.reorder, ""), "fuse": (Schedule.fuse, "l"),
         "parallel": (Schedule.parallel, ""), "vectorize": (Schedule.vectorize, ""),
-        "unroll": (Schedule.unroll, ""), "bind": (Schedule.bind, ""),
+        "unroll": (Schedule.unroll, ""), "bind": (Schedule.bind, ""), "peel": (Schedule.peel, ""),
         "compute_at": (Schedule.compute_at, ""), "reverse_compute_at": (Schedule.reverse_compute_at, ""),
         "decompose_reduction": (Schedule.decompose_reduction, "b"), "blockize": (Schedule.blockize, "b"),
         "tensorize": (Schedule.tensorize, ""), "cache_read": (Schedule.cache_read, "b"),

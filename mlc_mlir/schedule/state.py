@@ -35,6 +35,11 @@ class Loop:
     parts: dict[str, tuple[tuple[int, int | None], ...]]
     kind: str = "serial"
     thread: str | None = None
+    #: after ``peel``: ``{block: {dim: extent of the last, partial tile}}`` (None: dynamic)
+    peel: dict[str, dict[int, int | None]] | None = None
+    #: the outer loop of a split whose factors do not divide the extent: ``{block: {dim:
+    #: (t, p)}}``, its last iteration covers ``t`` of the ``p`` units of the others
+    tail: dict[str, dict[int, tuple[int, int]]] | None = None
 
     @property
     def extent(self) -> int | None:
@@ -109,33 +114,50 @@ class FuncState:
         return self.blocks[owners[0]]
 
     def step(self, block: BlockState, index: int, dim: int) -> int | None:
-        """Tile size of ``block``'s dim ``dim`` inside loop ``block.path[index]``."""
+        """Tile size of ``block``'s dim ``dim`` inside loop ``block.path[index]`` (a loop
+        inside whose last iteration is partial covers ``(extent - 1) * step + last``)."""
         size = block.inner_tile[dim]
-        for uid in block.path[index + 1:]:
-            for d, e in self.loops[uid].parts.get(block.name, ()):
+        for uid in reversed(block.path[index + 1:]):
+            loop = self.loops[uid]
+            for d, e in loop.parts.get(block.name, ()):
                 if d == dim:
                     if e is None:
                         return None
-                    size *= e
+                    t = loop.tail.get(block.name, {}).get(dim) if loop.tail is not None else None
+                    size = (e - 1) * size + t[0] * size // t[1] if t else size * e
         return size
 
-    def tile_extent(self, block: BlockState, index: int, dim: int) -> tuple[int | None, bool]:
-        """``(extent, exact)`` of dim ``dim`` iterated by ``block.path[index]`` and below."""
+    def tile_extent(self, block: BlockState, index: int, dim: int,
+                    rem: frozenset[int] = frozenset()) -> tuple[int | None, bool]:
+        """``(extent, exact)`` of dim ``dim`` iterated by ``block.path[index]`` and below.
+
+        Inside a peeled loop the tiles are full (the main loop), or, for the peeled loops
+        in ``rem``, the last partial tile (the remainder).
+        """
         ext, exact = block.base[dim]
         for i in range(index):
-            for d, _ in self.loops[block.path[i]].parts.get(block.name, ()):
+            loop = self.loops[block.path[i]]
+            for d, _ in loop.parts.get(block.name, ()):
                 if d == dim:
                     s = self.step(block, i, dim)
+                    if loop.peel is not None and s is not None:
+                        r = loop.peel.get(block.name, {}).get(dim)
+                        if loop.uid in rem:
+                            ext, exact = (r, exact) if r else (s, False)
+                        else:
+                            ext, exact = (s if ext is None else min(s, ext)), True
+                        continue
                     if ext is None or s is None or ext % s:
                         exact = False
                     ext = s if ext is None or s is None else min(s, ext)
         return ext, exact
 
-    def trip_count(self, block: BlockState, index: int) -> int | None:
-        """Static trip count of ``block.path[index]``, or None when it depends on a bound."""
+    def trip_count(self, block: BlockState, index: int, rem: frozenset[int] = frozenset()) -> int | None:
+        """Static trip count of ``block.path[index]``, or None when it depends on a bound
+        (``rem``: peeled loops taken in their remainder, see :meth:`tile_extent`)."""
         total = 1
         for d, _ in self.loops[block.path[index]].parts.get(block.name, ()):
-            ext, exact = self.tile_extent(block, index, d)
+            ext, exact = self.tile_extent(block, index, d, rem)
             step = self.step(block, index, d)
             if ext is None or step is None or not exact:
                 return None
@@ -199,7 +221,7 @@ class FuncState:
         for i in range(len(path) - 1, floor - 1, -1):
             loop = self.loops[path[i]]
             parts = loop.parts[block.name]
-            if (len(self.owners(loop.uid)) > 1 or loop.kind != "serial" or len(parts) != 1
+            if (len(self.owners(loop.uid)) > 1 or loop.kind != "serial" or loop.peel is not None or len(parts) != 1
                     or not self.last_of_dim(block, i) or (last_dim is not None and parts[0][0] >= last_dim)):
                 break
             last_dim = parts[0][0]
@@ -239,6 +261,8 @@ class FuncState:
                     if block.info.is_reduction(d):
                         raise ScheduleError(f"block {name!r}: loop {loop.name} is a reduction loop and cannot be "
                                             f"{loop.kind}")
+        if sum(self.loops[u].peel is not None for u in block.path) > 1:
+            raise ScheduleError(f"block {name!r}: at most one of its loops can be peeled")
         for i, uid in enumerate(block.path[:len(block.path) - self.implicit_suffix(block)]):
             for d, _ in self.loops[uid].parts[name]:
                 if self.step(block, i, d) is None:
