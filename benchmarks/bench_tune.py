@@ -148,6 +148,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=None, help="trials per run (default 64, 16 with --quick)")
     parser.add_argument("--quick", action="store_true", help="mm_relu 128 only, 16 trials by default")
     parser.add_argument("--auto", action="store_true", help="also the auto-scheduling space (space=None)")
+    parser.add_argument("--auto-only", action="store_true", help="only the auto-scheduling space")
     parser.add_argument("--throughput", action="store_true", help="only candidates/minute, 1 and 2 workers")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "mlc_bench_tune")
     args = parser.parse_args()
@@ -165,8 +166,9 @@ def main() -> None:
     for label, n, relu in cases:
         for threads in (1, 2):
             space = mlc.tune.ScheduleFn(lambda sch, n=n, t=threads, r=relu: tiled_space(sch, n=n, threads=t, relu=r))
-            tune_one(f"{label}, ScheduleFn", n, relu, threads, trials, space, args.out, omp)
-            if args.auto and has_rules:
+            if not args.auto_only:
+                tune_one(f"{label}, ScheduleFn", n, relu, threads, trials, space, args.out, omp)
+            if (args.auto or args.auto_only) and has_rules:
                 tune_one(f"{label}, auto", n, relu, threads, trials, None, args.out, omp)
     if args.auto and not has_rules:
         print("auto-scheduling skipped: this build has no mlc_mlir.schedule.rules")

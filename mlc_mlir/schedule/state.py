@@ -147,6 +147,8 @@ class FuncState:
                         else:
                             ext, exact = (s if ext is None else min(s, ext)), True
                         continue
+                    if ext is not None and s is not None and ext <= s:
+                        continue  # one tile: the whole extent (an attached block's tile)
                     if ext is None or s is None or ext % s:
                         exact = False
                     ext = s if ext is None or s is None else min(s, ext)

@@ -18,7 +18,6 @@ from ..ir import Module
 from ..schedule import Schedule, Trace
 from .cost_model import CostModel, GBStumpModel
 from .features import candidate_features, decisions_key
-from .mutator import mutate_decision
 from .space_generator import SpaceGenerator
 
 __all__ = ["Candidate", "EvolutionarySearch"]
@@ -55,6 +54,7 @@ class EvolutionarySearch:
         self.seen: set[str] = set()
         self.measured: list[tuple[Candidate, float]] = []
         self.rejected = 0
+        self.started = False
         self.exhausted = False
         self.last_error: str | None = None
 
@@ -81,6 +81,31 @@ class EvolutionarySearch:
             return None
         return self._candidate(sch)
 
+    def _mutant(self, parent: Trace) -> Candidate | None:
+        """A neighbour of ``parent`` from the space (one decision changed), or None if invalid."""
+        try:
+            sch = self.space.mutate(self.mod, parent, self.rng)
+        except MlcError as exc:
+            self.rejected += 1
+            self.last_error = str(exc)
+            return None
+        return self._candidate(sch) if sch is not None else None
+
+    def _initial(self, taken: set[str]) -> list[Candidate]:
+        """The space's first candidates (the rules' own decisions), once."""
+        if self.started:
+            return []
+        self.started = True
+        try:
+            out = [self._candidate(sch) for sch in self.space.initial(self.mod)]
+        except MlcError as exc:
+            self.rejected += 1
+            self.last_error = str(exc)
+            return []
+        out = [c for c in out if c.key not in self.seen and c.key not in taken]
+        taken.update(c.key for c in out)
+        return out
+
     def _random(self, n: int, taken: set[str]) -> list[Candidate]:
         out: list[Candidate] = []
         misses = 0
@@ -104,8 +129,7 @@ class EvolutionarySearch:
         for _ in range(self.rounds):
             children = []
             for _ in range(self.mutants):
-                child = mutate_decision(self.rng.choice(parents), self.rng)
-                cand = self._replay(child) if child is not None else None
+                cand = self._mutant(self.rng.choice(parents))
                 if cand is not None and cand.key not in self.seen and cand.key not in taken:
                     taken.add(cand.key)
                     children.append(cand)
@@ -122,7 +146,8 @@ class EvolutionarySearch:
         """Up to ``n`` new candidates (fewer when the space is exhausted)."""
         taken: set[str] = set()
         if not self.model.trained:
-            batch = self._random(n, taken)
+            batch = self._initial(taken)[:n]
+            batch += self._random(n - len(batch), taken)
         else:
             n_rand = max(1, int(round(self.eps * n))) if n > 1 else 0
             batch = self._evolve(n - n_rand, taken)

@@ -18,17 +18,34 @@ from typing import Any
 
 from ..errors import TuneError
 from ..ir import Module
-from ..schedule import Schedule
+from ..schedule import Schedule, Trace
+from ..schedule.trace import SAMPLING_KINDS
+from .mutator import mutate_decision
 
 __all__ = ["SpaceGenerator", "ScheduleFn", "AutoSchedule", "make_space"]
 
 
 class SpaceGenerator(ABC):
-    """Interface: ``generate(mod, seed) -> Schedule`` (raises ScheduleError if invalid)."""
+    """Interface: ``generate(mod, seed) -> Schedule`` (raises ScheduleError if invalid);
+    ``initial(mod)``: candidates to measure first; ``mutate(mod, trace, rng)``: a neighbour."""
 
     @abstractmethod
     def generate(self, mod: Module, seed: int) -> Schedule:
         """One candidate schedule of ``mod`` drawn with ``seed``."""
+
+    def initial(self, mod: Module) -> list[Schedule]:
+        """Candidates the search measures before any random sample (default: none)."""
+        return []
+
+    def mutate(self, mod: Module, trace: Trace, rng: random.Random) -> Schedule | None:
+        """``trace`` with one sampling decision changed, replayed on ``mod`` (None when the
+        trace has no choice); raises ScheduleError when the new decisions do not apply."""
+        child = mutate_decision(trace, rng)
+        if child is None:
+            return None
+        sch = Schedule(mod)
+        child.replay_into(sch)
+        return sch
 
 
 class ScheduleFn(SpaceGenerator):
@@ -75,20 +92,57 @@ class ScheduleFn(SpaceGenerator):
 
 
 class AutoSchedule(SpaceGenerator):
-    """The auto-scheduling space: ``apply_rules(sch, target, tunable=True)`` over every block."""
+    """The auto-scheduling space: the schedule rules of ``graph.build`` over every block
+    (``apply_rules(sch, target, decide=...)``), each choice a sampling decision.
 
-    def __init__(self, target: Any = None):
+    The space: per contraction, the register tile's columns (vector multiples dividing the
+    extent, up to :meth:`Target.register_tile`) and rows (1 up to the register tile's, the
+    remainder peeled so every tile is full), parallel or not (rows split per core), where
+    the elementwise consumers are computed (register tile or row panel); for large ones the
+    rows per cache block, k's block and the local copy of B's panel; per elementwise block
+    the vector width and parallel. The accumulator stays in registers across k (vector
+    loop-carried values after the build's vector-opt stage).
+
+    Candidates: the rules' own decisions first (:meth:`initial`); random samples keep each
+    of the rules' decisions with probability ``keep``; a mutant changes one decision and
+    re-runs the rules with the others (so the structure follows the decisions).
+    """
+
+    def __init__(self, target: Any = None, keep: float = 0.5):
         self.target = target
+        self.keep = keep
 
-    def generate(self, mod: Module, seed: int) -> Schedule:
+    def _rules(self, mod: Module, decide: Any) -> Schedule:
         try:
             from ..schedule.rules import apply_rules
         except ImportError as exc:
             raise TuneError("auto-scheduling (space=None) needs mlc_mlir.schedule.rules, which this build "
                             f"does not have ({exc}); pass space=mlc.tune.ScheduleFn(fn)") from None
-        sch = Schedule(mod, seed=seed)
-        out = apply_rules(sch, self.target, tunable=True)
+        sch = Schedule(mod)
+        out = apply_rules(sch, self.target, tunable=True, decide=decide)
         return out if isinstance(out, Schedule) else sch
+
+    def generate(self, mod: Module, seed: int) -> Schedule:
+        rng = random.Random(seed)
+        return self._rules(mod, lambda site, n, default: default if rng.random() < self.keep else rng.randrange(n))
+
+    def initial(self, mod: Module) -> list[Schedule]:
+        return [self._rules(mod, None)]
+
+    def mutate(self, mod: Module, trace: Trace, rng: random.Random) -> Schedule | None:
+        picks = [_index(inst) for inst in trace.instructions if inst.kind in SAMPLING_KINDS]
+        sizes = [len(inst.arg("_options") or ()) for inst in trace.instructions if inst.kind in SAMPLING_KINDS]
+        sites = [k for k, n in enumerate(sizes) if n > 1]
+        if not sites:
+            return None
+        site = rng.choice(sites)
+        new = rng.choice([i for i in range(sizes[site]) if i != picks[site]])
+
+        def decide(k: int, n: int, default: int) -> int:
+            if k == site:
+                return new if new < n else default
+            return picks[k] if k < len(picks) and picks[k] is not None and picks[k] < n else default
+        return self._rules(mod, decide)
 
     def __repr__(self) -> str:
         return f"AutoSchedule(target={self.target!r})"
@@ -103,6 +157,14 @@ def make_space(space: Any, target: Any) -> SpaceGenerator:
     if callable(space):
         return ScheduleFn(space)
     raise TuneError(f"space must be None, a ScheduleFn or a function of a Schedule, got {type(space).__name__}")
+
+
+def _index(inst: Any) -> int | None:
+    """The index of a sampling instruction's decision among its options."""
+    if inst.kind == "sample_categorical":
+        return inst.decision
+    options = [list(o) for o in inst.arg("_options") or ()]
+    return options.index(list(inst.decision)) if list(inst.decision) in options else None
 
 
 def _name(fn: Any) -> str:

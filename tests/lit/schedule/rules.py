@@ -63,11 +63,15 @@ apply_rules(sch, "llvm -mcpu=haswell")
 print(sch.trace)
 
 # tunable: the same schedule, each choice a sampling decision with the rule's pick selected;
-# enough cores and work -> the outer loop is parallel (decision 1).
+# enough cores and work -> parallel (decision 1): the rows split in one block per core, each
+# in 6-row register tiles (the rows sampled among 1..6), the partial last tile peeled.
 # CHECK-LABEL: tunable
-# CHECK: sch.sample_perfect_tile(loop={{l[0-9]+}}, n=2, max_innermost_factor=16, decision=[4, 16])
-# CHECK: sch.sample_perfect_tile(loop={{l[0-9]+}}, n=2, max_innermost_factor=6, decision=[16, 6])
 # CHECK: sch.sample_categorical(candidates=[0, 1], probs=[0.5, 0.5], decision=1)
+# CHECK: sch.sample_perfect_tile(loop={{l[0-9]+}}, n=2, max_innermost_factor=16, decision=[4, 16])
+# CHECK: sch.split(loop={{l[0-9]+}}, factors=[4, None])
+# CHECK: [[MR:v[0-9]+]] = sch.sample_categorical(candidates=[1, 2, 3, 4, 5, 6], {{.*}}decision=5)
+# CHECK: [[I0:l[0-9]+]], {{l[0-9]+}} = sch.split(loop={{l[0-9]+}}, factors=[None, [[MR]]])
+# CHECK: sch.peel(loop=[[I0]])
 # CHECK: sch.parallel(
 # CHECK: replayed equal: True
 print("tunable")
@@ -79,12 +83,14 @@ plain = mlc.Schedule(mod)
 apply_rules(plain, "llvm -mcpu=haswell -num-cores=4")
 print("replayed equal:", str(sch.trace.apply(mod).mod) == str(plain.mod))
 
-# A large contraction gets cache blocks: 32 register tiles of rows per parallel block, k by
-# 256, the 256 x 16 panel of B copied to a local buffer at j0.
+# A large contraction gets cache blocks: 128 rows per parallel block in 6-row register tiles
+# (the last, partial one peeled), k by 256, the 256 x 16 panel of B copied to a local buffer at j0.
 # CHECK-LABEL: large
-# CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 32, 4])
+# CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 128])
+# CHECK: [[I1:l[0-9]+]], {{l[0-9]+}} = sch.split(loop={{l[0-9]+}}, factors=[None, 6])
 # CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 16])
 # CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 256])
+# CHECK: sch.peel(loop=[[I1]])
 # CHECK: sch.cache_read(block={{b[0-9]+}}, read_buffer_index=1, storage_scope="local")
 # CHECK: sch.compute_at(
 # CHECK: sch.parallel(
