@@ -119,6 +119,40 @@ def tune_one(label: str, n: int, relu: bool, threads: int, trials: int, space, o
     shutil.rmtree(work, ignore_errors=True)
 
 
+def tune_mlp(batch: int, trials: int, omp, rounds: int = 5) -> None:
+    """The course MLP 784-128-10 (weights bound): fused and legalized (``graph.optimize``),
+    every kernel tuned by ``tune_model`` (auto-scheduling, one thread), built, and
+    ``vm["main"](x)`` timed against NumPy's ``relu(x @ w0.T + b0) @ w1.T + b1`` (1 thread)."""
+    from bench_common import best_of
+    from bench_mlp_fusion import create_model, weights
+
+    p = weights(784)
+    x = np.random.default_rng(1).standard_normal((batch, 784)).astype("float32")
+    mod = mlc.graph.optimize(create_model(p, batch))
+    work = Path(tempfile.mkdtemp(prefix="bench_tune_"))
+    t0 = time.perf_counter()
+    tuned = mlc.tune.tune_model(mod, "llvm --num-cores=1", max_trials_global=trials, work_dir=work, seed=0,
+                                num_trials_per_iter=8, progress=False, measure={"repeat": 3, "min_repeat_ms": 5.0})
+    wall = time.perf_counter() - t0
+    db = mlc.tune.JSONDatabase(work)
+    vm = mlc.graph.VirtualMachine(mlc.graph.build(tuned), mlc.cpu())
+    ref = np.maximum(x @ p["w0"].T + p["b0"], 0) @ p["w1"].T + p["b1"]
+    np.testing.assert_allclose(vm["main"](x).numpy(), ref, rtol=1e-4, atol=1e-4)
+    omp.omp_set_num_threads(1)
+    number = 2000 if batch == 1 else 200
+    f = vm["main"]
+    ours, theirs = [], []
+    for _ in range(rounds):  # interleaved
+        ours.append(best_of(lambda: f(x), number))
+        with threadpool_limits(limits=1):
+            theirs.append(best_of(lambda: np.maximum(x @ p["w0"].T + p["b0"], 0) @ p["w1"].T + p["b1"], number))
+    tasks = sorted({r.task for r in db.records()})
+    print(f"course MLP 784-128-10 b={batch:<3} 1 thr  trials {len(db):3d} over {len(tasks)} kernels  wall {wall:6.1f} s  "
+          f"vm['main'] {min(ours) * 1e6:8.1f} us  numpy {min(theirs) * 1e6:8.1f} us  "
+          f"time vs numpy {min(ours) / min(theirs):5.2f}x")
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def throughput(trials: int) -> None:
     """Candidates per minute of mm_relu 128 with 1 and 2 local workers (and Ray workers)."""
     mod = mlc.Module.parse(matmul_text(128, True))
@@ -149,6 +183,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="mm_relu 128 only, 16 trials by default")
     parser.add_argument("--auto", action="store_true", help="also the auto-scheduling space (space=None)")
     parser.add_argument("--auto-only", action="store_true", help="only the auto-scheduling space")
+    parser.add_argument("--matmul-only", action="store_true", help="only matmul 1024")
+    parser.add_argument("--mlp", action="store_true", help="only the course MLP through tune_model (batch 1, 64)")
     parser.add_argument("--throughput", action="store_true", help="only candidates/minute, 1 and 2 workers")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "mlc_bench_tune")
     args = parser.parse_args()
@@ -158,11 +194,16 @@ def main() -> None:
         return
     args.out.mkdir(parents=True, exist_ok=True)
     omp = ctypes.CDLL(openmp_lib())
+    if args.mlp:
+        for batch in (1, 64):
+            tune_mlp(batch, trials, omp)
+        return
     has_rules = importlib.util.find_spec("mlc_mlir.schedule.rules") is not None
     if importlib.util.find_spec("tvm") is None:
         print("TVM is not installed; the issue's TVM MetaSchedule figures: mm_relu 128 64 trials 62 s "
               "0.66x/0.50x NumPy (1/2 thr); matmul 1024 64 trials 118 s 1.19x/1.12x")
     cases = [("mm_relu 128", 128, True)] + ([] if args.quick else [("matmul 1024", 1024, False)])
+    cases = cases[1:] if args.matmul_only else cases
     for label, n, relu in cases:
         for threads in (1, 2):
             space = mlc.tune.ScheduleFn(lambda sch, n=n, t=threads, r=relu: tiled_space(sch, n=n, threads=t, relu=r))
