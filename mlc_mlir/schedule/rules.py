@@ -12,9 +12,12 @@ contraction (a block with reduction dims whose output has a spatial dim ``j`` la
     vectors when ``j`` is contiguous in the operand that reads it (B of ``A @ B``), else
     one vector (B read transposed: ``j`` gathered element by element, so fewer columns and
     more rows), capped by the register file (:meth:`Target.register_tile`: AVX2 f32 6 x 16,
-    AVX-512 14 x 32); each factor is the largest divisor of the extent under that cap, so
-    every tile is full (partial tiles are not vectorized). Loop order
-    ``batch.., i0, j0, k.., i1, j1``: the reduction runs over the register tile; ``j1``
+    AVX-512 14 x 32); ``nr`` is the largest divisor of the extent under its cap, ``mr`` the
+    cap itself, the rows' last partial tile peeled (``peel``: partial tiles are not
+    vectorized; with full tiles 6 x 16 fills AVX2's 16 registers: 12 accumulators, 2 B
+    vectors, 1 broadcast). With several cores the rows are first split in one block per
+    core (parallel). Loop order
+    ``batch.., [i_par], i0, j0, k.., i1, j1``: the reduction runs over the register tile; ``j1``
     vectorized, ``i1`` unrolled (an ``mr x nr`` block of vector accumulators that the
     build's vector-opt stage keeps in registers over ``k``), the init decomposed to ``k``.
     Elementwise consumers (bias add, relu: the fused epilogue) are computed at ``j0``
@@ -22,10 +25,12 @@ contraction (a block with reduction dims whose output has a spatial dim ``j`` la
     The outermost spatial loop runs in parallel when the target has several cores and the
     block does at least :data:`PARALLEL_MIN_FLOPS` multiply-adds.
 large contraction (:data:`LARGE_MACS` multiply-adds, a reduction of 2 * :data:`K_BLOCK` or more)
-    cache blocks around the same register tile: ``i0, k0, j0, i1, k1, i2, j1`` with
-    :data:`ROW_TILES` register tiles of rows per parallel block, k by :data:`K_BLOCK`, and
-    the ``K_BLOCK x nr`` panel of B shared by a block's register tiles copied into a local
-    buffer at ``j0`` (``cache_read`` + ``compute_at``, the copy vectorized).
+    cache blocks around the register tile (its rows a divisor of the block: measured faster
+    here than the peeled full tile): ``i0, k0, j0, i1, k1, i2, j1`` with up to
+    :data:`ROW_TILES` register tiles of rows per parallel block (at least one block per
+    core), k by up to 2 * :data:`K_BLOCK`, and the ``k1 x nr`` panel of B shared by a
+    block's register tiles copied into a local buffer at ``j0`` (``cache_read`` +
+    ``compute_at``, the copy vectorized).
 elementwise (only spatial dims)
     the last dim split by the largest divisor up to four vectors, vectorized; the
     outermost loop parallel above :data:`PARALLEL_MIN_ELEMENTS` elements.
@@ -33,8 +38,11 @@ other blocks (reductions into the last output dim: softmax rows, sums)
     left as they are (the build lowers them to loops).
 
 ``tunable=True`` makes every choice a sampling decision (``sample_perfect_tile`` for
-each tile, ``sample_categorical`` for parallel-or-not), with the rule's choice as the
-decision: the trace replays to the same schedule, and a tuner mutates the decisions.
+each perfect tile, ``sample_categorical`` for the register tile's rows, parallel-or-not,
+the loop the epilogue is computed at, the local copy of B), with the rule's choice as the
+decision: the trace replays to the same schedule. ``decide=`` picks the decisions
+instead (the auto-tuner's space, :class:`mlc.tune.AutoSchedule`: random samples, and
+mutants that re-run the rules with one decision changed, so the structure follows).
 
     sch = mlc.Schedule(mod)
     apply_rules(sch, "llvm -mcpu=skylake-avx512")
@@ -325,7 +333,7 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     par = bool(int(sm.choose([0, 1], int(tgt.num_cores > 1))))
     # (measured on matmul 1024: a 4x16 tile that divides the rows beats the peeled 6x16 one
     # in cache blocks, 256 rows by k 512 the others)
-    rows = _largest_divisor(ei, ROW_TILES * _largest_divisor(ei, mr_cap))
+    rows = _largest_divisor(ei, min(ROW_TILES * _largest_divisor(ei, mr_cap), max(1, ei // tgt.num_cores)))
     (i0, i1), rows = sm.split(loops[kind.i], ei, rows, ei)
     (i1, i2), mr = _register_rows(sm, sch, i1, rows, mr_cap, divide=True)
     (j0, j1), _ = sm.split(loops[kind.j], ext[kind.j], _largest_divisor(ext[kind.j], nr_cap), nr_cap)
