@@ -105,8 +105,11 @@ def tune_one(label: str, n: int, relu: bool, threads: int, trials: int, space, o
     np.testing.assert_allclose(c, np.maximum(a @ b, 0) if relu else a @ b, rtol=1e-3)
     omp.omp_set_num_threads(threads)
     reps = 200 if n <= 128 else 5
-    ours = rt.time_evaluator("main", number=reps, repeat=5)(a, b, c).min
-    ref = numpy_time(a, b, relu, threads, reps)
+    timer = rt.time_evaluator("main", number=reps, repeat=3)
+    ours, ref = float("inf"), float("inf")
+    for _ in range(5):  # interleaved rounds: both sides see the same load (a shared machine)
+        ours = min(ours, timer(a, b, c).min)
+        ref = min(ref, numpy_time(a, b, relu, threads, reps))
     failed = sum(1 for r in db.records() if not r.ok)
     print(f"{label:<34} {threads} thr  trials {len(db):3d} (failed {failed:2d})  wall {wall:6.1f} s  "
           f"{len(db) / wall * 60:5.1f} cand/min  {gflops(n, ours):6.1f} GFLOP/s  numpy {gflops(n, ref):6.1f}  "
