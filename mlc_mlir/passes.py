@@ -16,7 +16,7 @@ from .errors import MlcError
 __all__ = ["ModulePass", "register_pass", "get_pass", "list_passes"]
 
 #: modules whose import registers passes (each must exist: a failing import is an error)
-_PASS_PROVIDERS = ("mlc_mlir.compiler.passes", "mlc_mlir.graph.passes")
+_PASS_PROVIDERS = ("mlc_mlir.compiler.passes", "mlc_mlir.graph.transform.passes")
 
 
 @dataclass(frozen=True)
