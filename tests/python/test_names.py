@@ -119,3 +119,22 @@ def test_graph_subpackages_show_the_architecture():
     assert {p.name for p in root.iterdir() if (p / "__init__.py").exists()} == {
         "ir", "builder", "transform", "legalize", "vm"}
     assert sorted(p.name for p in root.glob("*.py")) == ["__init__.py"]
+
+
+def test_one_module_pass_type_and_one_registry():
+    from mlc_mlir import passes
+    from mlc_mlir.graph.transform import optimize as opt
+    from mlc_mlir.graph.transform import pass_infra
+
+    assert pass_infra.ModulePass is passes.ModulePass is graph.transform.ModulePass
+    assert mlc.ir.transform.module_pass is passes.module_pass
+    registered = {p.name: p for p in passes.list_passes()}
+    assert all(isinstance(p, passes.ModulePass) for p in registered.values())
+    # graph.build's optimization stages run the registered passes (what mlc-opt --mlc-NAME runs)
+    stages = opt.optimization_stages(2)
+    assert [s.name for s in stages] == ["rewrite-ewise-fma", "remove-unused", "fuse-ops", "legalize-ops", "fuse-tir"]
+    assert all(s.passes == registered[s.name].run for s in stages)
+    with pytest.raises(mlc.MlcError, match="bad options"):
+        passes.get_pass("fuse-ops", op_map={})
+    with pytest.raises(mlc.MlcError, match="unknown pass --mlc-nope"):
+        passes.get_pass("nope")

@@ -1,6 +1,7 @@
 """The default graph optimization pipeline (what ``mlc.graph.build(opt_level=...)`` runs).
 
-One list of named stages, read top to bottom:
+One list of named stages, read top to bottom; each is the pass registered under its name
+(:mod:`.passes`, the same one ``mlc-opt --mlc-NAME`` runs):
 
 =====================  =========  ==================================================
 stage                  opt_level  what
@@ -22,11 +23,9 @@ import logging
 from ...compiler.pipeline import Stage, run_stages
 from ...errors import GraphError
 from ...ir import Module
+from ...passes import get_pass
 from ..ir.analysis import clone_module, graph_functions, walk_ops
-from .dce import remove_all_unused
-from .fusion import FuseOps, FuseTIR
-from ..legalize import LegalizeOps, LegalizeRule
-from .rewrite import ewise_fma
+from ..legalize import LegalizeRule
 
 __all__ = ["optimization_stages", "optimize", "count_kernels", "MAX_OPT_LEVEL"]
 
@@ -39,14 +38,14 @@ def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None =
     """The graph stages (:class:`~mlc_mlir.compiler.pipeline.Stage`) of ``opt_level`` (0 to 3), in order."""
     if not isinstance(opt_level, int) or isinstance(opt_level, bool) or not 0 <= opt_level <= MAX_OPT_LEVEL:
         raise GraphError(f"opt_level must be an int from 0 to {MAX_OPT_LEVEL}, got {opt_level!r}")
-    stages: list[Stage] = []
+    names: list[str] = []
     if opt_level >= 2:
-        stages += [Stage("rewrite-ewise-fma", ewise_fma, graph=True),
-                   Stage("remove-unused", remove_all_unused, graph=True)]
+        names += ["rewrite-ewise-fma", "remove-unused"]
     if opt_level >= 1:
-        stages += [Stage("fuse-ops", FuseOps(), graph=True), Stage("legalize-ops", LegalizeOps(op_map), graph=True),
-                   Stage("fuse-tir", FuseTIR(), graph=True)]
-    return stages
+        names += ["fuse-ops", "legalize-ops", "fuse-tir"]
+    options = {"legalize-ops": {"op_map": op_map}} if op_map else {}
+    # the passes of the one registry (what mlc-opt --mlc-NAME runs), in place on the build's copy
+    return [Stage(n, get_pass(n, **options.get(n, {})).run, graph=True) for n in names]
 
 
 def optimize(mod: Module, *, opt_level: int = 2, op_map: dict[str, LegalizeRule] | None = None,

@@ -1,4 +1,4 @@
-"""The graph layer's ``mlc-opt`` passes (registered in :mod:`mlc_mlir.passes` on import).
+"""The graph layer's registered passes (:mod:`mlc_mlir.passes`): ``mlc-opt --mlc-NAME`` and the optimization stages.
 
 - ``--mlc-verify-graph``: :func:`verify_graph` (shapes, callees, dataflow purity);
 - ``--mlc-legalize-ops``: graph ops -> ``mlc.call_tir`` of ``te``-built tensor programs;
@@ -29,7 +29,7 @@ from ..ir.verify import verify_graph
 
 __all__ = ["verify_graph_pass", "legalize_ops_pass", "lower_graph_pass", "rewrite_ewise_fma_pass",
            "remove_unused_pass", "fuse_dense_add_pass", "fuse_ops_pass", "fuse_tir_pass",
-           "inline_graph_calls_pass", "optimize_graph_pass", "GRAPH_PASSES"]
+           "inline_graph_calls_pass", "optimize_graph_pass"]
 
 
 @register_pass("verify-graph", "check graph functions: shapes, callees, dataflow blocks")
@@ -40,10 +40,10 @@ def verify_graph_pass(mod: Module) -> Module:
 
 
 @register_pass("legalize-ops", "replace graph ops by call_tir of te-built tensor programs")
-def legalize_ops_pass(mod: Module) -> Module:
-    """Legalize every graph op with the default op map (in place)."""
+def legalize_ops_pass(mod: Module, op_map: dict | None = None) -> Module:
+    """Legalize every graph op (in place) with the default op map, updated with ``op_map``."""
     verify_graph(mod)
-    return legalize(mod)
+    return legalize(mod, op_map)
 
 
 @register_pass("lower-graph", "lower graph functions to destination-passing functions of calls")
@@ -105,10 +105,3 @@ def optimize_graph_pass(mod: Module) -> Module:
     verify_graph(mod)
     return optimize(mod, opt_level=2)
 
-
-#: name -> pass, for callers that do not go through the registry
-GRAPH_PASSES = {"verify-graph": verify_graph_pass, "legalize-ops": legalize_ops_pass,
-                "lower-graph": lower_graph_pass, "rewrite-ewise-fma": rewrite_ewise_fma_pass,
-                "remove-unused": remove_unused_pass, "fuse-dense-add": fuse_dense_add_pass,
-                "fuse-ops": fuse_ops_pass, "fuse-tir": fuse_tir_pass,
-                "inline-graph-calls": inline_graph_calls_pass, "optimize-graph": optimize_graph_pass}
