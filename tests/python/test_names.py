@@ -138,3 +138,23 @@ def test_one_module_pass_type_and_one_registry():
         passes.get_pass("fuse-ops", op_map={})
     with pytest.raises(mlc.MlcError, match="unknown pass --mlc-nope"):
         passes.get_pass("nope")
+
+
+def test_readme_architecture_names_existing_files():
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "README.md").read_text()
+    section = text.split("\n## Architecture\n", 1)[1].split("\n## ", 1)[0]
+    import re
+
+    paths = set(re.findall(r"`(mlc_mlir/[\w/.]+|dialects/[\w/.*]+)`", section))
+    assert len(paths) > 20
+    missing = [p for p in paths if "*" not in p and not (root / p).exists()]
+    assert not missing, missing
+    # relative names follow a path in the same table cell: graph/transform/rewrite.py, dce.py
+    for cell in re.findall(r"\| (`mlc_mlir/[^|]+) \|", section):
+        base = None
+        for name in re.findall(r"`([\w/.]+)`", cell):
+            if name.startswith("mlc_mlir/"):
+                base = Path(name) if name.endswith("/") else Path(name).parent
+            elif name.endswith(".py"):
+                assert (root / base / name).exists(), (cell, name)
