@@ -33,7 +33,7 @@ class Function(_IRFunction):
 
     @property
     def body(self) -> Any:
-        """The body: a :class:`~mlc_mlir.graph.ast.SeqExpr` (``.blocks``, ``.body``)."""
+        """The body: a :class:`~mlc_mlir.graph.ir.ast.SeqExpr` (``.blocks``, ``.body``)."""
         return self._ast()[1]
 
     @property

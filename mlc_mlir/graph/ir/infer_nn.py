@@ -1,6 +1,6 @@
 """Shape rules of the neural-network graph ops (conv2d, max_pool2d, batch_norm, layer_norm).
 
-Registered into :data:`mlc_mlir.graph.infer.RULES`. Spatial sizes must be static ints;
+Registered into :data:`mlc_mlir.graph.ir.infer.RULES`. Spatial sizes must be static ints;
 the batch may be symbolic.
 """
 

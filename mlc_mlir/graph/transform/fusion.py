@@ -83,7 +83,7 @@ class FuseDenseAddPass:
 class FuseOps:
     """Group the ops of each dataflow block by pattern kind into primitive functions.
 
-    See :mod:`mlc_mlir.graph.fuse_ops` for the rules: elementwise/broadcast/injective
+    See :mod:`mlc_mlir.graph.transform.fuse_ops` for the rules: elementwise/broadcast/injective
     chains fuse; elementwise ops after a matmul join it; a value with several users,
     ``call_dps``, ``softmax`` and anything outside a dataflow block are never fused;
     groups of one op stay as they are.
@@ -117,7 +117,7 @@ class FuseOps:
 class FuseTIR:
     """Turn each primitive function (after ``LegalizeOps``) into one tensor program.
 
-    See :mod:`mlc_mlir.graph.fuse_tir`: the tensor programs it calls are inlined into
+    See :mod:`mlc_mlir.graph.transform.fuse_tir`: the tensor programs it calls are inlined into
     one function (intermediates become ``tensor.empty``), elementwise producers are
     merged into their consumers, and the graph calls the result with one ``call_tir``.
 

@@ -61,7 +61,7 @@ def lower_graph_pass(mod: Module) -> Module:
 
 @register_pass("rewrite-ewise-fma", "rewrite multiply + add into ewise_fma (the multiply stays)")
 def rewrite_ewise_fma_pass(mod: Module) -> Module:
-    """Apply the :func:`mlc_mlir.graph.rewrite.ewise_fma` pattern."""
+    """Apply the :func:`mlc_mlir.graph.transform.rewrite.ewise_fma` pattern."""
     verify_graph(mod)
     return ewise_fma(mod)
 
@@ -101,7 +101,7 @@ def inline_graph_calls_pass(mod: Module) -> Module:
 @register_pass("optimize-graph", "the default graph optimization pipeline (ewise_fma, FuseOps, "
                                  "LegalizeOps, FuseTIR)")
 def optimize_graph_pass(mod: Module) -> Module:
-    """:func:`mlc_mlir.graph.optimize.optimize` at opt_level 2."""
+    """:func:`mlc_mlir.graph.transform.optimize.optimize` at opt_level 2."""
     verify_graph(mod)
     return optimize(mod, opt_level=2)
 
