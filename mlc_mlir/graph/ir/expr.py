@@ -198,7 +198,7 @@ class Constant(Expr):
 class Call(Expr):
     """A call of graph op ``op`` (``"matmul"``, ``"call_tir"``...) on argument expressions.
 
-    Made by :mod:`mlc_mlir.graph.op`; ``attrs`` holds the op's attributes as Python values
+    Made by :mod:`mlc_mlir.graph.ir.op`; ``attrs`` holds the op's attributes as Python values
     (``axes``, ``axis``, ``callee``).
     """
 

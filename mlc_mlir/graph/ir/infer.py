@@ -1,6 +1,6 @@
 """Shape and dtype inference of the graph ops (one rule per op).
 
-Used twice: by :mod:`mlc_mlir.graph.op` when an op is built in Python, and by
+Used twice: by :mod:`mlc_mlir.graph.ir.op` when an op is built in Python, and by
 :func:`mlc_mlir.graph.ir.verify.verify_graph` on graph functions read from MLIR text. A rule
 takes the argument shapes/dtypes and the op's attributes and returns the result shape and
 dtype, or raises :class:`GraphError` naming the op and the shapes.

@@ -18,7 +18,7 @@ driver (``mlir.rewrite.RewritePatternSet`` + ``apply_patterns_and_fold_greedily`
 The function receives a :class:`Node` for the matched op's result: ``.op`` is the op's
 name (``"add"``), ``.args`` its operands as nodes (a parameter's ``.op`` is None),
 ``.shape``/``.dtype``/``.attrs``/``.num_users``. It returns the replacement, any graph
-expression built with :mod:`mlc_mlir.graph.op` on nodes, or None for "no match" (the
+expression built with :mod:`mlc_mlir.graph.ir.op` on nodes, or None for "no match" (the
 driver's inverted convention, "None means rewritten", is handled here). A function
 with a second parameter also gets a :class:`Rewriter`, whose :meth:`Rewriter.outline`
 moves a group of ops into a primitive subfunction (``FuseDenseAddPass``). Patterns
@@ -75,7 +75,7 @@ class _Scope:
 class Node(Expr):
     """A value of the graph function being rewritten: a parameter or an op's result.
 
-    Use nodes as arguments of :mod:`mlc_mlir.graph.op` calls to build the replacement.
+    Use nodes as arguments of :mod:`mlc_mlir.graph.ir.op` calls to build the replacement.
     """
 
     def __init__(self, scope: _Scope, value: ir.Value):
