@@ -339,10 +339,10 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     (j0, j1), _ = sm.split(loops[kind.j], ext[kind.j], _largest_divisor(ext[kind.j], nr_cap), nr_cap)
     (k0, k1), _ = sm.split(loops[kd], ext[kd], _largest_divisor(ext[kd], 2 * K_BLOCK), ext[kd])
     sch.reorder(i0, k0, j0, i1, k1, i2, j1)
-    if sm.tunable or rows % mr:
+    if rows % mr:
         sch.peel(i1)
     sch.vectorize(j1)
-    if sm.tunable or mr > 1:
+    if mr > 1:
         sch.unroll(i2)
     if int(sm.choose([0, 1], 1)):
         b_index = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
@@ -378,13 +378,13 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
                 ip, rows = sch.split(rows, [cores, None])
                 lead, ei = [ip], ei // cores
             (i0, i1), mr = _register_rows(sm, sch, rows, ei, mr_cap)
-            peel = i0 if sm.tunable or ei % mr else None
+            peel = i0 if ei % mr else None
         outer, inner = [*lead, i0, j0], [i1, j1]
     sch.reorder(*[by_dim[d] for d in kind.batch], *outer, *[by_dim[d] for d in kind.reduce], *inner)
     if peel is not None:
         sch.peel(peel)
     sch.vectorize(j1)
-    if kind.i is not None and (mr > 1 or sm.tunable):
+    if kind.i is not None and mr > 1:
         sch.unroll(inner[0])
     done = {info.name}
     # (with a symbolic extent the fused epilogue tile does not vectorize: it gets the
@@ -397,13 +397,13 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
             break
         cl = sch.get_loops(cblock)
         _try(sch.vectorize, cl[-1])
-        if mr > 1 or sm.tunable:
+        if mr > 1:
             _try(sch.unroll, cl[-2])
         done.add(cons.name)
     if info.has_init and None not in ext:  # (a symbolic extent's init tile does not vectorize)
         sch.decompose_reduction(block, by_dim[kind.reduce[0]])
-    if par:
-        _try(sch.parallel, ([by_dim[d] for d in kind.batch] + outer)[0])
+    if par:  # (a peeled loop stays serial: then the next one out runs in parallel)
+        _try(sch.parallel, next(lp for lp in [by_dim[d] for d in kind.batch] + outer if lp is not peel))
     return done
 
 
