@@ -1,0 +1,118 @@
+"""Crash isolation of sampling (mlc_mlir.tune.sampler): a space that aborts or hangs costs
+one failed record; the schedule is applied only in child processes."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import mlc_mlir as mlc
+from mlc_mlir.schedule import Schedule
+from mlc_mlir.tune.sampler import IsolatedSpace, Sampler, dumps_space
+
+from _schedule_util import check_matmul, matmul
+from _tune_util import aborting_schedule_mm, stochastic_schedule_mm
+
+TARGET = "llvm --num-cores=1"
+FAST = {"repeat": 2, "min_repeat_ms": 1.0}
+
+
+def _inner(record):
+    return record.trace["insts"][2][3][1]
+
+
+def test_aborting_schedule_fn_costs_one_failed_record(tmp_path):
+    mod = matmul()
+    db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=4, num_trials_per_iter=4,
+                           space=mlc.tune.ScheduleFn(aborting_schedule_mm), work_dir=tmp_path, seed=0,
+                           measure=FAST, progress=False)
+    crashed = [r for r in db.records() if r.extra.get("stage") == "sample"]
+    measured = [r for r in db.records() if r.extra.get("stage") != "sample"]
+    assert crashed and all("SIGABRT" in r.error and r.error.startswith("sample:") for r in crashed)
+    assert len(measured) == 4 and all(r.ok for r in measured)
+    assert len({_inner(r) for r in measured}) == 4
+    again = mlc.tune.JSONDatabase(tmp_path)
+    assert len(again) == len(db)
+    best = mlc.tune.compile_tir(again, mod, TARGET)
+    check_matmul(best)
+    # a resumed run counts the crashes as failures, not as measured trials
+    db2 = mlc.tune.tune_tir(mod, TARGET, max_trials_global=4, num_trials_per_iter=4,
+                            space=mlc.tune.ScheduleFn(aborting_schedule_mm), work_dir=tmp_path, seed=0,
+                            measure=FAST, progress=False)
+    assert len([r for r in db2.records() if r.extra.get("stage") != "sample"]) == 4
+
+
+def test_hanging_sample_is_killed_and_the_sampler_comes_back(monkeypatch):
+    monkeypatch.setenv("MLC_TEST_SAMPLER_HANG", "1")
+    mod = matmul()
+    crashes = []
+    sampler = Sampler(timeout=1.5)
+    try:
+        space = IsolatedSpace(mlc.tune.ScheduleFn(aborting_schedule_mm), sampler,
+                              on_crash=lambda seed, why: crashes.append(why))
+        assert space.isolated
+        outcomes = []
+        for seed in range(40):
+            try:
+                outcomes.append(space.generate(mod, seed).trace.decisions[2][1])
+            except mlc.TuneError as exc:
+                outcomes.append(str(exc))
+            if any("timed out" in str(o) for o in outcomes) and any("SIGABRT" in str(o) for o in outcomes) \
+                    and isinstance(outcomes[-1], int):
+                break
+        assert any("timed out after 1.5 s" in c for c in crashes)
+        assert any("killed by SIGABRT" in c for c in crashes)
+        assert isinstance(outcomes[-1], int) and outcomes[-1] in (1, 2, 4)  # a sample after the crashes
+    finally:
+        sampler.close()
+
+
+def test_auto_schedule_is_applied_only_in_child_processes(tmp_path, monkeypatch):
+    """The auto-scheduling rules read sch.mod (they apply the schedule with MLIR): with
+    isolation, the tuning process itself applies nothing."""
+    applied = []
+    original = Schedule._apply_state
+
+    def counting(self):
+        applied.append(1)
+        return original(self)
+
+    monkeypatch.setattr(Schedule, "_apply_state", counting)
+    mod = matmul()
+    db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=3, num_trials_per_iter=3, work_dir=tmp_path, seed=0,
+                           measure=FAST, progress=False)
+    assert applied == [] and any(r.ok for r in db.records())
+    mlc.tune.tune_tir(mod, TARGET, max_trials_global=4, num_trials_per_iter=1, work_dir=tmp_path / "b", seed=0,
+                      measure=FAST, progress=False, isolate=False)
+    assert applied, "without isolation the rules apply the schedule in this process"
+
+
+def _closure_space(inner):
+    def space(sch):
+        return stochastic_schedule_mm(sch) if inner else sch
+
+    return space
+
+
+def test_lambdas_and_closures_are_sampled_in_the_child_with_cloudpickle(tmp_path, monkeypatch):
+    pytest.importorskip("cloudpickle")
+    lam = mlc.tune.ScheduleFn(lambda sch: stochastic_schedule_mm(sch))
+    assert dumps_space(lam) is not None and dumps_space(mlc.tune.ScheduleFn(_closure_space(True))) is not None
+    mod = matmul()
+    db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=2, num_trials_per_iter=2, space=lam,
+                           work_dir=tmp_path, seed=0, measure=FAST, progress=False)
+    assert all(r.ok for r in db.records())
+    # without cloudpickle a lambda is sampled in this process (documented fallback); tuning still works
+    monkeypatch.setitem(sys.modules, "cloudpickle", None)
+    assert dumps_space(lam) is None
+    assert dumps_space(mlc.tune.ScheduleFn(stochastic_schedule_mm)) is not None  # by reference
+    sampler = Sampler()
+    try:
+        assert not IsolatedSpace(lam, sampler).isolated
+    finally:
+        sampler.close()
+    db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=2, num_trials_per_iter=2, space=lam,
+                           work_dir=tmp_path / "b", seed=0, measure=FAST, progress=False)
+    assert all(r.ok for r in db.records())
+    check_matmul(mlc.tune.compile_tir(db, mod))
