@@ -36,7 +36,7 @@ def _worker_main(conn: Any, mem_limit: int | None, threads: int) -> None:
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
-    from .measure import build_candidate, run_candidate
+    from .measure import build_candidate, build_info, run_candidate
 
     all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     while True:
@@ -47,6 +47,7 @@ def _worker_main(conn: Any, mem_limit: int | None, threads: int) -> None:
         res = MeasureResult(inp.index)
         try:
             rt, res.build_secs = build_candidate(inp)
+            res.extra.update(build_info(rt))
         except Exception as exc:
             res.error = f"build: {type(exc).__name__}: {str(exc)[:500]}"
             conn.send(("built", res))

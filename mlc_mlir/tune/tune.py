@@ -17,6 +17,7 @@ from .cost_model import CostModel
 from .database import JSONDatabase, TuningRecord, workload_key
 from .features import program_flops
 from .local import LocalBackend
+from .measure import NO_GPU
 from .sampler import IsolatedSpace, Sampler
 from .search_strategy import EvolutionarySearch
 from .space_generator import ScheduleFn, make_space
@@ -92,7 +93,9 @@ def _run(tasks: list[TuneTask], db: JSONDatabase, target: Any, *, max_trials: in
          backend: Any, num_workers: int | None, measure: dict[str, Any] | None, progress: bool) -> None:
     own = backend is None
     if own:
-        backend = LocalBackend(num_workers=num_workers, core_sets=target.core_sets(), threads=target.num_cores)
+        # CUDA reserves far more address space than it uses: no RLIMIT_AS for GPU workers
+        backend = LocalBackend(num_workers=num_workers, core_sets=target.core_sets(), threads=target.num_cores,
+                               mem_limit_gb=None if target.kind == "cuda" else 8.0)
     try:
         TaskScheduler(tasks, backend, db, target, max_trials=max_trials, num_trials_per_iter=per_iter,
                       measure_opts=measure, progress=progress).run()
@@ -110,7 +113,9 @@ def tune_tir(mod: Module, target: Any = "llvm", max_trials_global: int = 64, num
 
     Args:
         mod: a module with one tensor program (or one called ``task_name``).
-        target: ``"llvm"`` or ``"llvm --num-cores=N"`` (cores per measurement).
+        target: ``"llvm"`` or ``"llvm --num-cores=N"`` (cores per measurement), or
+            ``"cuda"`` (default space: ``mlc.schedule.gpu_rules.gpu_space``; without a GPU
+            every candidate is compiled and checked by ptxas, then TuneError says none ran).
         max_trials_global: candidates to measure in all (a resumed run counts the
             records already in ``work_dir``).
         num_trials_per_iter: candidates per batch (the cost model is refit after each).
@@ -152,10 +157,24 @@ def tune_tir(mod: Module, target: Any = "llvm", max_trials_global: int = 64, num
     finally:
         if sampler is not None:
             sampler.close()
+    _check_measured(db, [task], tgt)
     if task.trials == 0:
         raise TuneError(f"tune_tir: the space {task.search.space!r} produced no valid candidate "
                         f"({task.search.rejected} rejected; last error: {task.search.last_error})")
     return db
+
+
+def _check_measured(db: JSONDatabase, tasks: list[TuneTask], target: Any) -> None:
+    """On a CUDA target where no GPU is present, say so (every candidate was built, none run)."""
+    if target.kind != "cuda":
+        return
+    recs = [r for t in tasks for r in db.records(t.key)]
+    no_gpu = [r for r in recs if r.error and NO_GPU in r.error]
+    if no_gpu and not any(r.ok for r in recs):
+        kinds = sorted({str(r.extra.get("binary")) for r in no_gpu})
+        raise TuneError(f"tuning for {target.text!r}: {NO_GPU} here; {len(no_gpu)} candidates were compiled "
+                        f"(kernel binary format {'/'.join(kinds)}: 'bin' = PTX assembled by ptxas) and recorded "
+                        f"in {db.path} as failed, none measured")
 
 
 def _database(database: Any) -> JSONDatabase:
@@ -237,6 +256,7 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
     finally:
         if sampler is not None:
             sampler.close()
+    _check_measured(db, tasks, tgt)
     out = mod.clone()
     for task in tasks:
         best = db.best(task.key)
