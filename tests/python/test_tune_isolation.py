@@ -116,3 +116,41 @@ def test_lambdas_and_closures_are_sampled_in_the_child_with_cloudpickle(tmp_path
                            work_dir=tmp_path / "b", seed=0, measure=FAST, progress=False)
     assert all(r.ok for r in db.records())
     check_matmul(mlc.tune.compile_tir(db, mod))
+
+
+def _proc_state(pid):
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+
+
+def _wait_state(pid, want, timeout=5.0):
+    import time
+
+    end = time.monotonic() + timeout
+    while _proc_state(pid) not in want and time.monotonic() < end:
+        time.sleep(0.01)
+    return _proc_state(pid)
+
+
+def test_builders_keep_off_the_cores_of_a_running_measurement():
+    import os
+
+    cores = sorted(os.sched_getaffinity(0))
+    with mlc.tune.LocalBackend(num_workers=2, core_sets=[tuple(cores)]).start() as backend:
+        runner, builder = backend._workers
+        runner.state, runner.cores = "running", tuple(cores)
+        builder.state, builder.deadline = "building", float("inf")
+        backend._quiet_builders()  # no free core: the builder is paused, its deadline stopped
+        assert _wait_state(builder.proc.pid, "T") == "T" and builder.pin == "paused"
+        runner.state, runner.cores = "idle", None
+        builder.remaining = 30.0
+        backend._quiet_builders()
+        assert _wait_state(builder.proc.pid, "SR") in "SR" and builder.pin is None
+        assert 29.0 < builder.deadline - __import__("time").monotonic() <= 30.0
+        if len(cores) > 1:  # a running core set of one core: the builder moves to the others
+            runner.state, runner.cores = "running", (cores[0],)
+            backend._quiet_builders()
+            assert os.sched_getaffinity(builder.proc.pid) == set(cores[1:])
+            runner.state, runner.cores = "idle", None
+            backend._quiet_builders()
+            assert os.sched_getaffinity(builder.proc.pid) == set(cores)
+        builder.state = runner.state = "idle"
