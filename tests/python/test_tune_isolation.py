@@ -36,6 +36,7 @@ def test_aborting_schedule_fn_costs_one_failed_record(tmp_path):
     assert len(again) == len(db)
     best = mlc.tune.compile_tir(again, mod, TARGET)
     check_matmul(best)
+    assert [len(ys) for ys in mlc.tune.tuning_curve(again).values()] == [4]  # crashes are not trials
     # a resumed run counts the crashes as failures, not as measured trials
     db2 = mlc.tune.tune_tir(mod, TARGET, max_trials_global=4, num_trials_per_iter=4,
                             space=mlc.tune.ScheduleFn(aborting_schedule_mm), work_dir=tmp_path, seed=0,
