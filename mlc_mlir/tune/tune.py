@@ -222,7 +222,8 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
 
     Swapped-in kernels carry the unit attribute ``mlc.tuned``. The task scheduler shares ``max_trials_global`` among the kernels by weight (call
     sites) and measured gain; each kernel gets at least one batch. ``space`` is one
-    space for all kernels or ``{name: space}``; ``funcs`` restricts the kernels tuned.
+    space for all kernels or ``{name: space}``; ``funcs`` restricts the kernels tuned;
+    ``isolate`` as in :func:`tune_tir`.
 
     Raises:
         TuneError: the module has no tensor program (run ``LegalizeOps`` first), or an
