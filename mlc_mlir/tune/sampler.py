@@ -27,6 +27,7 @@ import logging
 import multiprocessing as mp
 import os
 import pickle
+import random
 import time
 from collections.abc import Callable
 from multiprocessing.connection import wait
@@ -40,6 +41,18 @@ from .space_generator import ScheduleFn, SpaceGenerator
 __all__ = ["Sampler", "IsolatedSpace", "dumps_space"]
 
 log = logging.getLogger("mlc_mlir.tune")
+
+
+def _call(space: Any, method: str, mod: Module, args: tuple) -> Any:
+    """Child side of one request: the trace(s) of ``space.<method>`` as JSON data."""
+    if method == "generate":
+        return space.generate(mod, args[0]).trace.as_json()
+    if method == "initial":
+        return [sch.trace.as_json() for sch in space.initial(mod)]
+    import random
+
+    sch = space.mutate(mod, Trace.from_json(args[0], mod), random.Random(args[1]))
+    return None if sch is None else sch.trace.as_json()
 
 
 def _sampler_main(conn: Any, mem_limit: int | None) -> None:
@@ -62,12 +75,11 @@ def _sampler_main(conn: Any, mem_limit: int | None) -> None:
             except Exception as exc:  # noqa: BLE001 - reported to the parent, which falls back
                 conn.send(("unpickle", f"{type(exc).__name__}: {exc}"))
             continue
-        _, sid, key, mod_text, seed = msg
+        _, sid, key, mod_text, method, args = msg
         try:
             if key not in mods:
                 mods[key] = Module.parse(mod_text)
-            sch = spaces[sid].generate(mods[key], seed)
-            conn.send(("ok", sch.trace.as_json()))
+            conn.send(("ok", _call(spaces[sid], method, mods[key], args)))
         except MlcError as exc:
             conn.send(("invalid", f"{type(exc).__name__}: {str(exc)[:800]}"))
         except Exception as exc:  # noqa: BLE001 - a bug in the user's space: reported, not fatal
@@ -176,14 +188,16 @@ class Sampler:
         self._sent.add(sid)
         return sid
 
-    def generate(self, sid: int, key: str, mod_text: str, seed: int) -> tuple[str, Any]:
-        """``("ok", trace json)``, ``("invalid" | "error", message)`` or ``("died", why)``."""
+    def call(self, sid: int, key: str, mod_text: str, method: str, args: tuple) -> tuple[str, Any]:
+        """Run ``space.<method>`` (``generate``, ``initial``, ``mutate``) in the sampler:
+        ``("ok", trace json | list | None)``, ``("invalid" | "error", message)`` or
+        ``("died", why)``."""
         if self._proc is None or not self._proc.is_alive() or sid not in self._sent:
             tag, why = self._ask(("space", sid, self._blobs[sid]), max(self.timeout, 120.0))
             if tag != "ok":
                 return ("died", why) if tag == "died" else ("error", why)
             self._sent.add(sid)
-        return self._ask(("generate", sid, key, mod_text, seed), self.timeout)
+        return self._ask(("call", sid, key, mod_text, method, args), self.timeout)
 
     def close(self) -> None:
         """Stop the sampler process."""
@@ -200,6 +214,12 @@ class Sampler:
             self.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _overrides(space: Any, method: str) -> bool:
+    """Whether ``space``'s class defines its own ``method`` (not SpaceGenerator's default)."""
+    mine = getattr(type(space), method, None)
+    return mine is not None and mine is not getattr(SpaceGenerator, method, None)
 
 
 class IsolatedSpace(SpaceGenerator):
@@ -228,24 +248,54 @@ class IsolatedSpace(SpaceGenerator):
         """Whether candidates are sampled in the sampler process."""
         return self.sid is not None
 
-    def generate(self, mod: Module, seed: int) -> Schedule:
-        if self.sid is None:
-            return self.space.generate(mod, seed)
+    def _ask(self, mod: Module, method: str, args: tuple, seed: int) -> Any:
         if id(mod) not in self._texts:
             from .database import workload_key
 
             self._texts[id(mod)] = (mod, workload_key(mod), str(mod))
         _, key, text = self._texts[id(mod)]
-        tag, value = self.sampler.generate(self.sid, key, text, seed)
-        if tag == "died":
-            if self.on_crash is not None:
-                self.on_crash(seed, value)
-            raise TuneError(f"sampling seed {seed} of {self.space!r}: {value}")
+        tag, value = self.sampler.call(self.sid, key, text, method, args)
+        if tag == "died" and self.on_crash is not None:
+            self.on_crash(seed, value)
         if tag != "ok":
-            raise TuneError(f"sampling seed {seed} of {self.space!r}: {value}")
+            raise TuneError(f"sampling ({method}, seed {seed}) of {self.space!r}: {value}")
+        return value
+
+    @staticmethod
+    def _replayed(mod: Module, obj: dict[str, Any], seed: int | None = None) -> Schedule:
+        """A schedule of ``mod`` holding the trace ``obj`` (recorded and checked, not applied)."""
         sch = Schedule(mod, seed=seed)
-        Trace.from_json(value, mod).replay_into(sch)
+        Trace.from_json(obj, mod).replay_into(sch)
         return sch
+
+    def generate(self, mod: Module, seed: int) -> Schedule:
+        if self.sid is None:
+            return self.space.generate(mod, seed)
+        return self._replayed(mod, self._ask(mod, "generate", (seed,), seed), seed)
+
+    def initial(self, mod: Module) -> list[Schedule]:
+        """The space's first candidates (``space.initial``), sampled in the child."""
+        if not _overrides(self.space, "initial"):
+            return []
+        if self.sid is None:
+            return self.space.initial(mod)
+        return [self._replayed(mod, obj) for obj in self._ask(mod, "initial", (), -1)]
+
+    def mutate(self, mod: Module, trace: Trace, rng: random.Random) -> Schedule | None:
+        """A neighbour of ``trace``: the space's own ``mutate`` runs in the child (it may
+        re-run rules that apply MLIR); the default one (a decision changed, replayed without
+        MLIR) runs here."""
+        if self.sid is None or not _overrides(self.space, "mutate"):
+            base = getattr(self.space, "mutate", None)
+            if base is not None:
+                return base(mod, trace, rng)
+            from .mutator import mutate_decision
+
+            child = mutate_decision(trace, rng)
+            return None if child is None else self._replayed(mod, child.as_json())
+        seed = rng.randrange(2 ** 31)
+        obj = self._ask(mod, "mutate", (trace.as_json(), seed), seed)
+        return None if obj is None else self._replayed(mod, obj)
 
     def __repr__(self) -> str:
         return repr(self.space)

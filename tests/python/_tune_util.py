@@ -50,6 +50,29 @@ def aborting_schedule_mm(sch):
     return sch
 
 
+class FirstThenMutateSpace(mlc.tune.SpaceGenerator):
+    """A space with its own ``initial`` (which applies the schedule with MLIR: reads
+    ``sch.mod``) and ``mutate`` (aborts when MLC_TEST_MUTATE_ABORT is set)."""
+
+    def generate(self, mod, seed):
+        return stochastic_schedule_mm(mlc.Schedule(mod, seed=seed))
+
+    def initial(self, mod):
+        sch = self.generate(mod, 0)
+        assert "scf.for" in str(sch.mod)
+        return [sch]
+
+    def mutate(self, mod, trace, rng):
+        from mlc_mlir.tune.mutator import mutate_decision
+
+        if os.environ.get("MLC_TEST_MUTATE_ABORT"):
+            os.abort()
+        child = mutate_decision(trace, rng)
+        sch = mlc.Schedule(mod)
+        child.replay_into(sch)
+        return sch
+
+
 class _WrongRuntime:
     """A runtime module whose kernel writes a wrong result."""
 

@@ -155,3 +155,30 @@ def test_builders_keep_off_the_cores_of_a_running_measurement():
             backend._quiet_builders()
             assert os.sched_getaffinity(builder.proc.pid) == set(cores)
         builder.state = runner.state = "idle"
+
+
+def test_a_spaces_initial_and_mutate_run_in_the_sampler(monkeypatch):
+    import random
+
+    from _tune_util import FirstThenMutateSpace
+
+    applied = []
+    original = Schedule._apply_state
+    monkeypatch.setattr(Schedule, "_apply_state", lambda self: applied.append(1) or original(self))
+    mod = matmul()
+    crashes = []
+    sampler = Sampler(timeout=30.0)
+    try:
+        space = IsolatedSpace(FirstThenMutateSpace(), sampler, on_crash=lambda seed, why: crashes.append(why))
+        (first,) = space.initial(mod)
+        child = space.mutate(mod, first.trace, random.Random(1))
+        assert child.trace.decisions[2] != first.trace.decisions[2]
+        assert applied == []  # initial() read sch.mod in the sampler, not here
+        monkeypatch.setenv("MLC_TEST_MUTATE_ABORT", "1")
+        sampler.close()  # the next sampler process sees the variable
+        with pytest.raises(mlc.TuneError, match="killed by SIGABRT"):
+            space.mutate(mod, first.trace, random.Random(1))
+        assert len(crashes) == 1
+        assert space.generate(mod, 3).trace.decisions  # the sampler came back
+    finally:
+        sampler.close()
