@@ -4,9 +4,10 @@ A space's ``generate(mod, seed)`` runs user code (a :class:`ScheduleFn`) and may
 the schedule with MLIR (the auto-scheduling rules read ``sch.mod``); in this build an
 MLIR assertion kills the interpreter. :class:`IsolatedSpace` runs ``generate`` in a
 spawned sampler process (with a memory limit and a deadline) and gets back only the
-candidate's trace as JSON data; the parent replays that trace on its own schedule,
-which records primitives and checks them in Python without running MLIR (the trace is
-applied to the module in the builder processes, :mod:`.measure`). A sampler that dies or
+candidate's trace as JSON data and its recorded loop-nest state (plain Python data); the
+parent restores that state on a fresh schedule (or replays the trace, which records and
+checks primitives in Python without running MLIR). The trace is applied to the module
+only in the builder processes (:mod:`.measure`). A sampler that dies or
 hangs costs that one sample: the task records a failed ``sample:`` record in the
 database and the search goes on with a fresh sampler.
 
@@ -43,16 +44,28 @@ __all__ = ["Sampler", "IsolatedSpace", "dumps_space"]
 log = logging.getLogger("mlc_mlir.tune")
 
 
-def _call(space: Any, method: str, mod: Module, args: tuple) -> Any:
-    """Child side of one request: the trace(s) of ``space.<method>`` as JSON data."""
-    if method == "generate":
-        return space.generate(mod, args[0]).trace.as_json()
-    if method == "initial":
-        return [sch.trace.as_json() for sch in space.initial(mod)]
-    import random
+#: Schedule attributes that hold MLIR objects or rollback snapshots: not sent back
+_NOT_SENT = ("_orig", "_mod", "_script", "_pending")
 
+
+def _payload(sch: Schedule) -> tuple[dict[str, Any], bytes | None]:
+    """A sampled schedule as the parent needs it: its trace (JSON data) and its recorded
+    loop-nest state pickled (``None`` if that does not pickle: the parent replays)."""
+    try:
+        state = pickle.dumps({k: v for k, v in vars(sch).items() if k not in _NOT_SENT})
+    except Exception:  # noqa: BLE001 - an attribute that does not pickle: replay instead
+        state = None
+    return sch.trace.as_json(), state
+
+
+def _call(space: Any, method: str, mod: Module, args: tuple) -> Any:
+    """Child side of one request: ``space.<method>``'s schedule(s) as :func:`_payload`."""
+    if method == "generate":
+        return _payload(space.generate(mod, args[0]))
+    if method == "initial":
+        return [_payload(sch) for sch in space.initial(mod)]
     sch = space.mutate(mod, Trace.from_json(args[0], mod), random.Random(args[1]))
-    return None if sch is None else sch.trace.as_json()
+    return None if sch is None else _payload(sch)
 
 
 def _sampler_main(conn: Any, mem_limit: int | None) -> None:
@@ -268,10 +281,28 @@ class IsolatedSpace(SpaceGenerator):
         Trace.from_json(obj, mod).replay_into(sch)
         return sch
 
+    @classmethod
+    def _restored(cls, mod: Module, payload: tuple[dict[str, Any], bytes | None],
+                  seed: int | None = None) -> Schedule:
+        """The child's schedule rebuilt here: its recorded state restored on a fresh
+        schedule of ``mod`` (the schedule is applied when ``.mod`` is read), or its trace
+        replayed when the state did not travel (a replay costs a state copy per primitive)."""
+        obj, state = payload
+        if state is not None:
+            try:
+                sch = Schedule(mod, seed=seed)
+                vars(sch).update(pickle.loads(state))
+            except Exception:  # noqa: BLE001 - fall back to replaying the trace
+                pass
+            else:
+                sch._pending, sch._script, sch._dirty = [], None, bool(sch._insts)
+                return sch
+        return cls._replayed(mod, obj, seed)
+
     def generate(self, mod: Module, seed: int) -> Schedule:
         if self.sid is None:
             return self.space.generate(mod, seed)
-        return self._replayed(mod, self._ask(mod, "generate", (seed,), seed), seed)
+        return self._restored(mod, self._ask(mod, "generate", (seed,), seed), seed)
 
     def initial(self, mod: Module) -> list[Schedule]:
         """The space's first candidates (``space.initial``), sampled in the child."""
@@ -279,7 +310,7 @@ class IsolatedSpace(SpaceGenerator):
             return []
         if self.sid is None:
             return self.space.initial(mod)
-        return [self._replayed(mod, obj) for obj in self._ask(mod, "initial", (), -1)]
+        return [self._restored(mod, p) for p in self._ask(mod, "initial", (), -1)]
 
     def mutate(self, mod: Module, trace: Trace, rng: random.Random) -> Schedule | None:
         """A neighbour of ``trace``: the space's own ``mutate`` runs in the child (it may
@@ -294,8 +325,8 @@ class IsolatedSpace(SpaceGenerator):
             child = mutate_decision(trace, rng)
             return None if child is None else self._replayed(mod, child.as_json())
         seed = rng.randrange(2 ** 31)
-        obj = self._ask(mod, "mutate", (trace.as_json(), seed), seed)
-        return None if obj is None else self._replayed(mod, obj)
+        payload = self._ask(mod, "mutate", (trace.as_json(), seed), seed)
+        return None if payload is None else self._restored(mod, payload)
 
     def __repr__(self) -> str:
         return repr(self.space)

@@ -182,3 +182,23 @@ def test_a_spaces_initial_and_mutate_run_in_the_sampler(monkeypatch):
         assert space.generate(mod, 3).trace.decisions  # the sampler came back
     finally:
         sampler.close()
+
+
+def test_a_sampled_schedule_comes_back_whole():
+    """The parent's copy of a child's sample has the same trace, loop-nest features and
+    (once applied) module as one sampled here, restored from its state or replayed."""
+    from mlc_mlir.tune.features import candidate_features
+
+    mod = matmul()
+    sampler = Sampler()
+    try:
+        for space in (mlc.tune.ScheduleFn(stochastic_schedule_mm), mlc.tune.AutoSchedule("llvm -num-cores=1")):
+            here = space.generate(mod, 5)
+            there = IsolatedSpace(space, sampler).generate(mod, 5)
+            replayed = IsolatedSpace._restored(mod, (here.trace.as_json(), None), 5)
+            for sch in (there, replayed):
+                assert str(sch.trace) == str(here.trace)
+                assert candidate_features(sch) == candidate_features(here)
+                assert str(sch.mod) == str(here.mod)
+    finally:
+        sampler.close()
