@@ -31,8 +31,20 @@ __all__ = ["LocalBackend"]
 log = logging.getLogger("mlc_mlir.tune")
 
 
+def _die_with_parent() -> None:
+    """Linux: this child is killed when its parent dies (even while paused by SIGSTOP), so
+    a killed tuning run leaves no worker behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _worker_main(conn: Any, mem_limit: int | None, threads: int) -> None:
     """Child process: build on request, run when allowed, report, forever."""
+    _die_with_parent()
     os.environ["OMP_NUM_THREADS"] = str(threads)
     if mem_limit:
         import resource

@@ -70,6 +70,9 @@ def _call(space: Any, method: str, mod: Module, args: tuple) -> Any:
 
 def _sampler_main(conn: Any, mem_limit: int | None) -> None:
     """Child process: unpickle spaces, generate candidates, send their traces back."""
+    from .local import _die_with_parent
+
+    _die_with_parent()
     if mem_limit:
         import resource
 

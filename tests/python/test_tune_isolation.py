@@ -202,3 +202,31 @@ def test_a_sampled_schedule_comes_back_whole():
                 assert str(sch.mod) == str(here.mod)
     finally:
         sampler.close()
+
+
+def test_workers_die_with_a_killed_tuning_process():
+    import os
+    import signal
+    import subprocess
+    import time
+
+    code = ("import os, time, mlc_mlir as mlc\n"
+            "from mlc_mlir.tune.sampler import Sampler\n"
+            "b = mlc.tune.LocalBackend(num_workers=2)\n"
+            "bad = [mlc.tune.MeasureInput('k', 'not mlir', 'main', {}, index=i) for i in range(2)]\n"
+            "assert all(r.error for r in b.measure(bad))\n"  # both workers are in their loop
+            "s = Sampler(); s._ask(('space', 0, b''), 60)\n"
+            "for w in b._workers: w.proc.pid and os.kill(w.proc.pid, 19)\n"  # one paused (SIGSTOP), like a quiet run
+            "print(*[w.proc.pid for w in b._workers], s._proc.pid, flush=True)\n"
+            "time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert len(pids) == 3
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [p for p in pids if os.path.exists(f"/proc/{p}") and _proc_state(p) != "Z"]
+    assert not alive, f"children {alive} outlived their killed parent"
