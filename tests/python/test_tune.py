@@ -180,14 +180,14 @@ def test_ray_backend_on_a_local_cluster(tmp_path):
     pytest.importorskip("ray", reason="ray is an optional extra: pip install 'mlc-mlir[tune-ray]' (or '[test]')")
     mod = matmul()
     here = str(Path(__file__).parent)  # Ray workers import misbehaving_build from _tune_util
-    with mlc.tune.RayBackend(num_workers=2, timeout=6, object_store_memory=100 * 2 ** 20,
+    with mlc.tune.RayBackend(num_workers=2, timeout=10, object_store_memory=100 * 2 ** 20,
                              runtime_env={"env_vars": {"PYTHONPATH": here}}) as backend:
         db = mlc.tune.tune_tir(mod, TARGET, max_trials_global=5, num_trials_per_iter=5,
                                space=mlc.tune.ScheduleFn(stochastic_schedule_mm), work_dir=tmp_path, seed=0,
                                backend=backend, measure={**FAST, "build_fn": misbehaving_build}, progress=False)
     errors = {r.trace["insts"][2][3][1]: r.error for r in db.records()}
     assert len(errors) == 5
-    assert "SIGABRT" in errors[16] and "timed out after 6 s" in errors[8] and "wrong result" in errors[2]
+    assert "SIGABRT" in errors[16] and "timed out after 10 s" in errors[8] and "wrong result" in errors[2]
     assert errors[1] is None and errors[4] is None
     check_matmul(mlc.tune.compile_tir(db, mod))
 
