@@ -12,7 +12,12 @@ Targets (issue 12): mm_relu 128 within 64 trials and 60 s at most 0.75x NumPy's 
 TVM MetaSchedule's figures on the same machine, from the issue: mm_relu 128, 64 trials,
 62 s, 0.66x (1 thread) / 0.50x (2); matmul 1024, 64 trials, 118 s, 1.19x / 1.12x.
 
-    python benchmarks/bench_tune.py [--trials 64] [--quick] [--auto] [--out DIR] [--throughput]
+``--auto-only`` runs only the auto-scheduling space (``--matmul-only``: only matmul 1024);
+``--mlp`` tunes the course MLP 784-128-10 (batch 1 and 64) with ``tune_model`` and times
+``vm["main"]`` against NumPy (target: at most 1.0x).
+
+    python benchmarks/bench_tune.py [--trials 64] [--quick] [--auto | --auto-only] [--matmul-only]
+                                    [--mlp] [--out DIR] [--throughput]
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib.util
+import os
 import shutil
 import tempfile
 import time
@@ -160,8 +166,14 @@ def throughput(trials: int) -> None:
     """Candidates per minute of mm_relu 128 with 1 and 2 local workers (and Ray workers)."""
     mod = mlc.Module.parse(matmul_text(128, True))
     space = mlc.tune.ScheduleFn(lambda sch: tiled_space(sch, n=128, threads=1, relu=True))
-    backends = [(f"local, {w} worker(s)", lambda w=w: mlc.tune.LocalBackend(num_workers=w, core_sets=[(0,), (1,)]))
+    cores = sorted(os.sched_getaffinity(0))
+    sets = [(c,) for c in cores[:2]]
+    print(f"throughput: mm_relu 128, {trials} candidates per run, {len(cores)} cores, load average "
+          f"{os.getloadavg()[0]:.1f} (other processes share the cores: compare rows of one run)")
+    backends = [(f"local, {w} worker(s)", lambda w=w: mlc.tune.LocalBackend(num_workers=w, core_sets=sets))
                 for w in (1, 2)]
+    backends.append(("local, 2, builds overlap runs",
+                     lambda: mlc.tune.LocalBackend(num_workers=2, core_sets=sets, quiet_runs=False)))
     if importlib.util.find_spec("ray"):
         backends += [(f"ray, {w} worker(s)", lambda w=w: mlc.tune.RayBackend(num_workers=w)) for w in (1, 2)]
     else:
@@ -176,7 +188,7 @@ def throughput(trials: int) -> None:
                                    space=space, work_dir=work, seed=0, backend=backend, progress=False,
                                    measure={"repeat": 3, "min_repeat_ms": 5.0})
             wall = time.perf_counter() - t0
-            print(f"throughput {label:<22} {len(db)} candidates in {wall:5.1f} s = {len(db) / wall * 60:5.1f} /min")
+            print(f"throughput {label:<30} {len(db)} candidates in {wall:5.1f} s = {len(db) / wall * 60:5.1f} /min")
             shutil.rmtree(work, ignore_errors=True)
 
 
