@@ -129,6 +129,8 @@ class _FuncEmitter:
         st = self.state
         self.func_h = self._match(self.root, "sym_name", st.func, ["func.func"])
         order = sorted(st.blocks.values(), key=lambda b: b.info.order, reverse=True)
+        for name, rf, lanes, axis, ndims in st.rfactors:
+            self._emit_rfactor(name, rf, lanes, axis, ndims)
         for block in order:
             if block.cache_scope is not None:
                 continue
@@ -145,6 +147,18 @@ class _FuncEmitter:
 
     def _annotate(self, handle: ir.Value, name: str, value: str) -> None:
         transform.AnnotateOp(handle, name, param=constant_param(ir.StringAttr.get(value)))
+
+    def _emit_rfactor(self, name: str, rf: str, lanes: int, axis: int, ndims: int) -> None:
+        """``split_reduction`` of block ``name`` into the partial sums ``rf`` (rfactor),
+        whose two last dims are swapped so that the reduction comes last."""
+        op = structured.SplitReductionOp(self.any, self.any, self.any, self.any,
+                                         self._match(self.func_h, "mlc.block", name), split_factor=lanes,
+                                         insert_split_dimension=axis, inner_parallel=True)
+        perm = list(range(ndims - 2)) + [ndims - 1, ndims - 2]
+        rf_h = structured.InterchangeOp(op.split_linalg_op, iterator_interchange=perm).transformed
+        self._annotate(rf_h, "mlc.block", rf)
+        self._annotate(op.fill_op, "mlc.block_init", rf)
+        self._annotate(op.combining_linalg_op, "mlc.block", name)
 
     def _emit_cache(self, kind: str, reader: str, index: int, name: str, scope: str) -> None:
         """A nofold pad of one operand, rewritten into an allocation and a linalg.copy."""
@@ -282,6 +296,14 @@ class _FuncEmitter:
                 vectorized = True
         if vectorized:
             self._vector_cleanup()
+            if st.rfactors:  # lanes of partial sums: elementwise FMAs; rank-1 transfers (the
+                # build then folds the reads of the expanded inputs)
+                with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                    tvector.ApplyLowerContractionPatternsOp(
+                        lowering_strategy=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 3))  # parallelarith
+                with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                    tvector.ApplyCastAwayVectorLeadingOneDimPatternsOp()
+                    transform.ApplyCanonicalizationPatternsOp()
         self._unroll(order, self._peel(order))
         with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
             transform.ApplyCanonicalizationPatternsOp()

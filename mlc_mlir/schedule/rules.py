@@ -354,10 +354,66 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     return {info.name}
 
 
+def _lanes_along_k(info: BlockInfo, kind: _Contraction, tgt: Target) -> int | None:
+    """The vector lanes when every input reads the (single, last) reduction dim contiguously
+    but B is read transposed (``x @ w.T``): partial sums in lanes (rfactor) then."""
+    kd = info.ndims - 1
+    if kind.contiguous or kind.reduce != (kd,) or None in info.extents or not info.has_init:
+        return None
+    lanes = tgt.vector_lanes(info.element_type)
+    if info.extents[kd] % lanes or any(m[-1] != kd for m in info.maps[:info.n_inputs]):
+        return None
+    return lanes
+
+
+def _schedule_rfactor(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction, blocks: list[BlockInfo],
+                      tgt: Target, sm: _Sampler, lanes: int) -> set[str]:
+    """``x @ w.T``: k split by the lanes, the partial sums (``rfactor``) over an mr x nr tile
+    of accumulator vectors, the lanes summed and the epilogue applied on the tile."""
+    ext, kd = info.extents, info.ndims - 1
+    par = bool(int(sm.choose([0, 1], int(tgt.num_cores > 1 and _macs(info) >= PARALLEL_MIN_FLOPS))))
+    block = sch.get_block(info.name, fname)
+    k0, k1 = sch.split(sch.get_loops(block)[kd], [None, lanes])
+    rf = sch.rfactor(k1)
+    loops = sch.get_loops(rf)
+    accs = max(1, tgt.vector_registers - 4)
+    nr = int(sm.choose(_divisors(ext[kind.j], accs), _largest_divisor(ext[kind.j], 4 if kind.i is not None else accs)))
+    j0, j1 = sch.split(loops[kind.j], [None, nr])
+    outer, inner, mr = [j0], [j1], 1
+    if kind.i is not None:
+        mr = int(sm.choose(_divisors(ext[kind.i], accs // nr), _largest_divisor(ext[kind.i], accs // nr)))
+        i0, i1 = sch.split(loops[kind.i], [None, mr])
+        outer, inner = [i0, j0], [i1, j1]
+    sch.reorder(*[loops[d] for d in kind.batch], *outer, loops[kd], *inner, loops[-1])
+    sch.vectorize(loops[-1])
+    for lp, f in zip(reversed(inner), (nr, mr)):
+        if f > 1:
+            sch.unroll(lp)
+    sch.decompose_reduction(rf, loops[kd])
+    done = {info.name}
+    if _try(sch.reverse_compute_at, block, j0):
+        for cons in _epilogue(info, blocks):
+            cblock = sch.get_block(cons.name, fname)
+            if not _try(sch.reverse_compute_at, cblock, j0):
+                break
+            _try(sch.vectorize, sch.get_loops(cblock)[-1])
+            done.add(cons.name)
+    if par:
+        _try(sch.parallel, ([loops[d] for d in kind.batch] + outer)[0])
+    return done
+
+
+def _divisors(extent: int | None, cap: int) -> list[int]:
+    return [d for d in range(1, min(extent or 1, max(cap, 1)) + 1) if (extent or 1) % d == 0]
+
+
 def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction,
                           blocks: list[BlockInfo], tgt: Target, sm: _Sampler) -> set[str]:
     if _is_large(info, kind):
         return _schedule_blocked(sch, fname, info, kind, tgt, sm)
+    lanes = _lanes_along_k(info, kind, tgt)
+    if lanes is not None:
+        return _schedule_rfactor(sch, fname, info, kind, blocks, tgt, sm, lanes)
     mr_cap, nr_cap = register_tile_for(info, tgt)
     ext = info.extents
     block = sch.get_block(info.name, fname)

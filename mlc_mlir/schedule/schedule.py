@@ -33,6 +33,7 @@ from .emit import Knob, build_script
 from .loops import LoopPrimitives
 from .payload import read_blocks
 from .peel import PeelPrimitives
+from .rfactor import RFactorPrimitives
 from .sampling import SamplingPrimitives
 from .state import BlockState, FuncState
 from .trace import (SAMPLING_KINDS, BlockRV, Instruction, InstructionKind, LoopRV, Trace,
@@ -42,7 +43,7 @@ __all__ = ["Schedule"]
 
 
 class Schedule(LoopPrimitives, BlockPrimitives, CachePrimitives, SamplingPrimitives, AnnotationPrimitives,
-               PeelPrimitives):
+               PeelPrimitives, RFactorPrimitives):
     """A schedule of the tensor programs of ``mod`` (course: ``tvm.tir.Schedule``).
 
     Args:
@@ -331,6 +332,7 @@ def _register_kinds() -> None:
         "split": (Schedule.split, "l*"), "reorder": (Schedule.reorder, ""), "fuse": (Schedule.fuse, "l"),
         "parallel": (Schedule.parallel, ""), "vectorize": (Schedule.vectorize, ""),
         "unroll": (Schedule.unroll, ""), "bind": (Schedule.bind, ""), "peel": (Schedule.peel, ""),
+        "rfactor": (Schedule.rfactor, "b"),
         "compute_at": (Schedule.compute_at, ""), "reverse_compute_at": (Schedule.reverse_compute_at, ""),
         "decompose_reduction": (Schedule.decompose_reduction, "b"), "blockize": (Schedule.blockize, "b"),
         "tensorize": (Schedule.tensorize, ""), "cache_read": (Schedule.cache_read, "b"),

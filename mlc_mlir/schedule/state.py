@@ -87,6 +87,8 @@ class FuncState:
     loops: dict[int, Loop] = field(default_factory=dict)
     aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
     caches: list[tuple[str, str, int, str, str]] = field(default_factory=list)
+    #: after ``rfactor``: (block, its partial-sums block, lanes, position of the lanes, its dims)
+    rfactors: list[tuple[str, str, int, int, int]] = field(default_factory=list)
 
     # -- construction ------------------------------------------------------------------
     def add_block(self, info: BlockInfo, new_uid) -> BlockState:

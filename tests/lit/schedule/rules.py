@@ -61,15 +61,28 @@ def test_avx512():
     print(sch.mod)
 
 
-# x @ w.T: the columns of B are gathered, one vector of them (8 on AVX2), 8 rows.
+# x @ w.T (both operands contiguous along k): k split by the lanes (8 on AVX2), the partial
+# sums rfactor-ed into a block of their own, a 2 x 4 tile of accumulator vectors over the
+# lanes; the lanes summed and relu applied on that tile.
 # CHECK-LABEL: TEST: test_transposed_b
-# CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 8])
-# CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 8])
+# CHECK: [[K:l[0-9]+]], [[L:l[0-9]+]] = sch.split(loop={{l[0-9]+}}, factors=[None, 8])
+# CHECK: [[RF:b[0-9]+]] = sch.rfactor(loop=[[L]])
+# CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 4])
+# CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, 2])
+# CHECK: sch.vectorize(
+# CHECK: sch.decompose_reduction(block=[[RF]]
+# CHECK: sch.reverse_compute_at(
+# CHECK: %[[XE:.+]] = tensor.expand_shape %arg0 {{.*}} into tensor<64x4x8xf32>
+# CHECK: scf.for {{.*}} -> (tensor<2x4x8xf32>)
+# CHECK: vector.transfer_read %[[XE]][{{.*}}], {{.*}} : tensor<64x4x8xf32>, vector<8xf32>
+# CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins({{.*}} : tensor<2x4x8xf32>) {{.*}}mlc.block = "Y"
+# CHECK: arith.maximumf {{.*}} : vector<4xf32>
 @run
 def test_transposed_b():
     sch = mlc.Schedule(matmul_relu(64, 64, 32, transposed=True))
     apply_rules(sch, "llvm -mcpu=haswell")
     print(sch.trace)
+    print(sch.mod)
 
 
 # tunable: the same schedule, each choice a sampling decision with the rule's pick selected;

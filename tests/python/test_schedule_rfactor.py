@@ -1,0 +1,121 @@
+"""``rfactor``: partial sums of a reduction in vector lanes (``x @ w.T``, both operands
+contiguous along k), the default rules' schedule for it, and the course MLP's kernels
+built through graph.build with it (no timing here: benchmarks/bench_tune.py)."""
+
+import numpy as np
+import pytest
+
+import mlc_mlir as mlc
+from mlc_mlir import te
+from mlc_mlir.schedule import Schedule, Trace
+from mlc_mlir.testing import filecheck
+
+from test_schedule_perf_shape import ir_after_stage
+
+
+def linear_relu(m=64, n=32, k=96):
+    """Y = x @ w.T (block Y), C = relu(Y)."""
+    x = te.placeholder((m, k), "float32", name="x")
+    w = te.placeholder((n, k), "float32", name="w")
+    r = te.reduce_axis((0, k), "r")
+    y = te.compute((m, n), lambda i, j: te.sum(x[i, r] * w[j, r], axis=r), name="Y")
+    c = te.compute((m, n), lambda i, j: te.max(y[i, j], 0), name="C")
+    return te.create_prim_func([x, w, c], name="lin")
+
+
+def rfactor_schedule(mod, mr=2, nr=4):
+    sch = Schedule(mod)
+    y = sch.get_block("Y")
+    i, j, k = sch.get_loops(y)
+    k0, k1 = sch.split(k, [None, 8])
+    rf = sch.rfactor(k1)
+    i, j, k0, lanes = sch.get_loops(rf)
+    i0, i1 = sch.split(i, [None, mr])
+    j0, j1 = sch.split(j, [None, nr])
+    sch.reorder(i0, j0, k0, i1, j1, lanes)
+    sch.vectorize(lanes)
+    sch.unroll(j1)
+    sch.unroll(i1)
+    sch.decompose_reduction(rf, k0)
+    sch.reverse_compute_at(y, j0)
+    sch.reverse_compute_at(sch.get_block("C"), j0)
+    return sch
+
+
+def run(mod, rng, m=64, n=32, k=96):
+    x = rng.standard_normal((m, k)).astype("float32")
+    w = rng.standard_normal((n, k)).astype("float32")
+    out = np.full((m, n), np.nan, "float32")
+    mlc.build(mod)["lin"](x, w, out)
+    np.testing.assert_allclose(out, np.maximum(x.astype("float64") @ w.T, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_rfactor_equals_numpy_and_replays(rng):
+    sch = rfactor_schedule(linear_relu())
+    assert "Y_rf = " not in str(sch.trace) and "sch.rfactor(loop=l" in str(sch.trace)
+    assert [lp.name for lp in sch.get_loops("Y")] == ["i_0", "j_0", "ax0", "ax1", "ax2"]
+    run(sch.mod, rng)
+    again = Schedule(linear_relu()).replay(Trace.from_json(sch.trace.to_json_str()))
+    assert str(again.mod) == str(sch.mod)
+
+
+def test_rfactor_ir_keeps_partial_sums_in_vector_registers(capsys):
+    sch = rfactor_schedule(linear_relu())
+    filecheck(str(sch.mod), """
+    CHECK: tensor.expand_shape %arg0 {{.*}} into tensor<64x12x8xf32>
+    CHECK: tensor.expand_shape %arg1 {{.*}} into tensor<32x12x8xf32>
+    CHECK: scf.for {{.*}} -> (tensor<2x4x8xf32>)
+    CHECK: linalg.generic {{.*}}["parallel", "parallel", "reduction"]} ins({{.*}} : tensor<2x4x8xf32>)
+    """)
+    after, _ = ir_after_stage(sch.mod, "vector-opt", capsys)
+    # the k0 loop carries the 2 x 4 partial-sum vectors; one FMA (or mul + add) per vector
+    filecheck(after, """
+    CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+    CHECK: vector.load %arg0
+    CHECK: vector.load %arg1
+    CHECK: scf.yield
+    """)
+
+
+def test_default_rules_use_rfactor_for_transposed_b(rng):
+    sch = Schedule(linear_relu())
+    mlc.schedule.rules.apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
+    assert "sch.rfactor(" in str(sch.trace)
+    run(sch.mod, rng)
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_course_mlp_builds_with_rfactor(rng, batch):
+    from mlc_mlir.graph import BlockBuilder, Var, op
+
+    p = {"w0": rng.standard_normal((128, 784)).astype("float32"), "b0": rng.standard_normal(128).astype("float32"),
+         "w1": rng.standard_normal((10, 128)).astype("float32"), "b1": rng.standard_normal(10).astype("float32")}
+    bb = BlockBuilder()
+    x = Var("x", (batch, 784), "float32")
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            h = bb.emit(op.relu(op.add(op.matmul(x, op.permute_dims(mlc.graph.const(p["w0"]))),
+                                       mlc.graph.const(p["b0"]))))
+            out = bb.emit_output(op.add(op.matmul(h, op.permute_dims(mlc.graph.const(p["w1"]))),
+                                        mlc.graph.const(p["b1"])))
+        bb.emit_func_output(out)
+    vm = mlc.graph.VirtualMachine(mlc.graph.build(bb.get(), target="llvm -num-cores=1"), mlc.cpu())
+    xv = rng.standard_normal((batch, 784)).astype("float32")
+    ref = np.maximum(xv @ p["w0"].T + p["b0"], 0) @ p["w1"].T + p["b1"]
+    np.testing.assert_allclose(vm["main"](xv).numpy(), ref, rtol=1e-3, atol=1e-3)
+
+
+def test_rfactor_errors():
+    sch = Schedule(linear_relu())
+    y = sch.get_block("Y")
+    i, j, k = sch.get_loops(y)
+    with pytest.raises(mlc.ScheduleError, match="innermost loop of the reduction dim"):
+        sch.rfactor(i)
+    with pytest.raises(mlc.ScheduleError, match="split once"):
+        sch.rfactor(k)
+    k0, k1 = sch.split(k, [None, 8])
+    with pytest.raises(mlc.ScheduleError, match="last axis"):
+        sch.rfactor(k1, factor_axis=0)
+    sch.reverse_compute_at(sch.get_block("C"), j)
+    with pytest.raises(mlc.ScheduleError, match="attached"):
+        sch.rfactor(k1)
