@@ -100,8 +100,10 @@ class AutoSchedule(SpaceGenerator):
     remainder peeled so every tile is full), parallel or not (rows split per core), where
     the elementwise consumers are computed (register tile or row panel); for large ones the
     rows per cache block, k's block and the local copy of B's panel; per elementwise block
-    the vector width and parallel. The accumulator stays in registers across k (vector
-    loop-carried values after the build's vector-opt stage).
+    the vector width and parallel; ``x @ w.T`` (both operands contiguous along k) in lane
+    partial sums (``rfactor``) over a sampled mr x nr tile of accumulator vectors. The
+    accumulator stays in registers across k (vector loop-carried values after the build's
+    vector-opt stage).
 
     Candidates: the rules' own decisions first (:meth:`initial`); random samples keep each
     of the rules' decisions with probability ``keep``; a mutant changes one decision and
