@@ -24,6 +24,11 @@ contraction (a block with reduction dims whose output has a spatial dim ``j`` la
     (``reverse_compute_at``) on the register tile, vectorized and unrolled the same way.
     The outermost spatial loop runs in parallel when the target has several cores and the
     block does at least :data:`PARALLEL_MIN_FLOPS` multiply-adds.
+contraction read along k by every input (``x @ w.T``: B read transposed, k last and a multiple of the lanes)
+    k split by the vector lanes and ``rfactor``-ed: the partial sums ``Y_rf`` over an
+    ``mr x nr`` tile of accumulator vectors (at most the registers less 4), loop order
+    ``batch.., i0, j0, k0, i1, j1, lanes`` (lanes vectorized, ``i1``/``j1`` unrolled); the
+    lanes summed (``Y``) and the epilogue applied at ``j0`` on the tile.
 large contraction (:data:`LARGE_MACS` multiply-adds, a reduction of 2 * :data:`K_BLOCK` or more)
     cache blocks around the register tile (its rows a divisor of the block: measured faster
     here than the peeled full tile): ``i0, k0, j0, i1, k1, i2, j1`` with up to
@@ -52,9 +57,7 @@ mutants that re-run the rules with one decision changed, so the structure follow
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from mlir import ir
 
@@ -64,7 +67,7 @@ from ..errors import MlcError, ScheduleError
 from ..ir import Module
 from ..target import Target
 from .payload import BlockInfo, read_blocks
-from .sampling import perfect_tilings
+from .rule_sampler import Decide, RuleSampler as _Sampler
 from .schedule import Schedule
 from .trace import LoopRV
 
@@ -245,44 +248,6 @@ def _largest_divisor(extent: int | None, cap: int) -> int:
     if extent is None:
         return 1
     return max(d for d in range(1, min(extent, max(cap, 1)) + 1) if extent % d == 0)
-
-
-#: ``decide(site, n_options, default_index) -> index``: picks a decision at each sampling
-#: site of the rules, in the order they are reached (the tuner's random sampling and
-#: mutation; None keeps the rule's choice)
-Decide = Callable[[int, int, int], int]
-
-
-class _Sampler:
-    """The rules' choices: plain values, or (``tunable``) sampling instructions whose
-    decision is the rule's default or what ``decide`` picks."""
-
-    def __init__(self, sch: Schedule, tunable: bool, decide: Decide | None):
-        self.sch, self.tunable, self.decide, self.site = sch, tunable or decide is not None, decide, 0
-
-    def _pick(self, n: int, default: int) -> int:
-        if self.decide is None:
-            return default
-        i = self.decide(self.site, n, default)
-        self.site += 1
-        return i if isinstance(i, int) and 0 <= i < n else default
-
-    def split(self, loop: LoopRV, extent: int | None, inner: int, cap: int) -> tuple[list[LoopRV], int]:
-        """Split ``loop`` into (outer, inner) with ``inner`` dividing ``extent``; returns the
-        loops and the inner factor taken."""
-        if not self.tunable or extent is None:
-            return self.sch.split(loop, [None, inner]), inner
-        options = [list(o) for o in perfect_tilings(extent, 2, max(cap, inner))]
-        choice = options[self._pick(len(options), options.index([extent // inner, inner]))]
-        factors = self.sch.sample_perfect_tile(loop, 2, max_innermost_factor=max(cap, inner), decision=choice)
-        return self.sch.split(loop, factors), choice[1]
-
-    def choose(self, candidates: list[int], default: int) -> Any:
-        """One of ``candidates`` (an ExprRV when tunable: usable as a split factor)."""
-        if not self.tunable or len(candidates) < 2:
-            return default
-        i = self._pick(len(candidates), candidates.index(default))
-        return self.sch.sample_categorical(candidates, [1.0 / len(candidates)] * len(candidates), decision=i)
 
 
 def _try(fn, *args) -> bool:
