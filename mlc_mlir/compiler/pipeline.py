@@ -36,6 +36,7 @@ from .abi import FuncSignature
 from .alloc_check import check_allocations
 from .codegen_flags import check_fastmath, set_fastmath, set_noalias, set_target_attrs
 from .guards import reject_unsupported
+from .unroll_jam import unroll_and_jam
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "Compilation", "cpu_stages", "codegen_stages", "build_stages", "run_stage",
@@ -99,6 +100,8 @@ def cpu_stages(*, parallel: bool, signatures: Mapping[str, FuncSignature] | None
         Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
         Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         Stage("simplify", "canonicalize,cse"),
+        # small accumulators of reduction loops: a parallel loop around unrolled and jammed (unroll_jam.py)
+        Stage("unroll-jam", functools.partial(unroll_and_jam, target=target, fastmath=check_fastmath(fastmath))),
         # accumulators hoisted into registers, contractions -> broadcast + FMA (vector_opt.py)
         Stage("vector-opt", optimize_vectors),
         Stage("threads", _threads_text(parallel)),
