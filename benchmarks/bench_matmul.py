@@ -30,11 +30,11 @@ from mlc_mlir.compiler.pipeline import openmp_lib  # noqa: E402
 from mlc_mlir.schedule.rules import apply_rules  # noqa: E402
 
 
-def scripted(mod: mlc.Module, script: str) -> mlc.Module:
-    """Apply a hand transform script (rendered for the host target) to the memref-ABI form."""
+def scripted(mod: mlc.Module, script: str, n: int) -> mlc.Module:
+    """Apply a hand transform script (rendered for the host target and size ``n``) to the memref-ABI form."""
     mod = mod.clone()
     memref_abi(mod)
-    return mlc.schedule.apply_transform_script(mod, render_script(script, n=128))
+    return mlc.schedule.apply_transform_script(mod, render_script(script, n=n))
 
 
 def ch2_schedule(mod: mlc.Module) -> mlc.Module:
@@ -108,9 +108,9 @@ def main() -> None:
     for label, m, threads in [("mm_relu 128, no schedule", mod, 1),
                               ("mm_relu 128, course ch.2 schedule", ch2_schedule(mod), 1),
                               ("mm_relu 128, default rules (apply_rules)", rules(mod), 2),
-                              ("mm_relu 128, schedules/mm_relu128.mlir", scripted(mod, "mm_relu128.mlir"), 1),
+                              ("mm_relu 128, schedules/mm_relu128.mlir", scripted(mod, "mm_relu128.mlir", n), 1),
                               ("mm_relu 128, schedules/mm_relu128_parallel.mlir",
-                               scripted(mod, "mm_relu128_parallel.mlir"), 2)]:
+                               scripted(mod, "mm_relu128_parallel.mlir", n), 2)]:
         number = 5 * reps if label.endswith("no schedule") else 50 * reps
         figs.append(kernel_figure(label, m, (a, b, c), ref, number, threads, omp, 2 * n**3,
                                   references(a, b, True, threads, number)))
@@ -122,7 +122,7 @@ def main() -> None:
     ref = a @ b
     mod = mlc.Module.parse(matmul_text(n, relu=False))
     figs = []
-    for label, m in [("matmul 1024, schedules/matmul1024.mlir", scripted(mod, "matmul1024.mlir")),
+    for label, m in [("matmul 1024, schedules/matmul1024.mlir", scripted(mod, "matmul1024.mlir", n)),
                      ("matmul 1024, mlc.Schedule primitives", primitive_schedule(mod).mod),
                      ("matmul 1024, mlc.Schedule blocked + cache_read B", blocked_schedule(mod).mod),
                      ("matmul 1024, default rules (apply_rules)", rules(mod))]:

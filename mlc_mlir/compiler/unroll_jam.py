@@ -114,31 +114,34 @@ def unroll_and_jam(module: ir.Module, target: Target | str | None = None, fastma
     """
     flags = set(fastmath.split(","))
     vectorize = bool(flags & {"contract", "fast"})
-    plan = [(_peel(loop, factor), factor) for loop, factor in jam_plan(module, target)]
-    for loop, factor in plan:
+    # the functions and factors first: a jam (with its canonicalization) may erase other loops
+    work: dict[int, tuple[ir.Operation, set[int]]] = {}
+    for loop, factor in jam_plan(module, target):
+        loop = _peel(loop, factor)
         loop.attributes[JAM_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), factor)
         for op in walk(loop):  # its linalg ops (and their copies after the jam) get vectorized
             if op.name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:
                 op.attributes[JAM_OP_ATTR] = ir.UnitAttr.get()
-    done: set[tuple[int, int]] = set()
-    for loop, factor in plan:  # one script per function and factor: it jams all loops tagged so
         func = enclosing(loop, "func.func")
-        if (op_key(func), factor) in done:
-            continue
-        done.add((op_key(func), factor))
-        vec = _VECTORIZE_JAMMED.format(attr=JAM_OP_ATTR) if vectorize else ""
-        script = ir.Module.parse(_JAM_SCRIPT.format(attr=JAM_ATTR, factor=factor, vectorize=vec))
-        entry = next(op.operation for op in script.body.operations
-                     if op.operation.name == "transform.named_sequence")
-        try:
-            interpreter.apply_named_sequence(func, entry, script)
-        except (ValueError, ir.MLIRError) as exc:
-            detail = diagnostics_text(exc) if isinstance(exc, ir.MLIRError) else str(exc)
-            raise LoweringError(f"stage 'unroll-jam' failed (factor {factor}):\n{detail}") from None
+        work.setdefault(op_key(func), (func, set()))[1].add(factor)
+    for func, factors in work.values():
+        for factor in sorted(factors):  # one script per function and factor: it jams all loops tagged so
+            _apply_jam(func, factor, vectorize)
     for op in walk(module.operation):
         for attr in (JAM_ATTR, JAM_OP_ATTR):
             if attr in op.attributes:
                 del op.attributes[attr]
+
+
+def _apply_jam(func: ir.Operation, factor: int, vectorize: bool) -> None:
+    vec = _VECTORIZE_JAMMED.format(attr=JAM_OP_ATTR) if vectorize else ""
+    script = ir.Module.parse(_JAM_SCRIPT.format(attr=JAM_ATTR, factor=factor, vectorize=vec))
+    entry = next(op.operation for op in script.body.operations if op.operation.name == "transform.named_sequence")
+    try:
+        interpreter.apply_named_sequence(func, entry, script)
+    except (ValueError, ir.MLIRError) as exc:
+        detail = diagnostics_text(exc) if isinstance(exc, ir.MLIRError) else str(exc)
+        raise LoweringError(f"stage 'unroll-jam' failed (factor {factor}):\n{detail}") from None
 
 
 def _peel(loop: ir.Operation, factor: int) -> ir.Operation:
