@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib.util
+import os
 import shutil
 import tempfile
 import time
@@ -123,8 +124,14 @@ def throughput(trials: int) -> None:
     """Candidates per minute of mm_relu 128 with 1 and 2 local workers (and Ray workers)."""
     mod = mlc.Module.parse(matmul_text(128, True))
     space = mlc.tune.ScheduleFn(lambda sch: tiled_space(sch, n=128, threads=1, relu=True))
-    backends = [(f"local, {w} worker(s)", lambda w=w: mlc.tune.LocalBackend(num_workers=w, core_sets=[(0,), (1,)]))
+    cores = sorted(os.sched_getaffinity(0))
+    sets = [(c,) for c in cores[:2]]
+    print(f"throughput: mm_relu 128, {trials} candidates per run, {len(cores)} cores, load average "
+          f"{os.getloadavg()[0]:.1f} (other processes share the cores: compare rows of one run)")
+    backends = [(f"local, {w} worker(s)", lambda w=w: mlc.tune.LocalBackend(num_workers=w, core_sets=sets))
                 for w in (1, 2)]
+    backends.append(("local, 2, builds overlap runs",
+                     lambda: mlc.tune.LocalBackend(num_workers=2, core_sets=sets, quiet_runs=False)))
     if importlib.util.find_spec("ray"):
         backends += [(f"ray, {w} worker(s)", lambda w=w: mlc.tune.RayBackend(num_workers=w)) for w in (1, 2)]
     else:
@@ -139,7 +146,7 @@ def throughput(trials: int) -> None:
                                    space=space, work_dir=work, seed=0, backend=backend, progress=False,
                                    measure={"repeat": 3, "min_repeat_ms": 5.0})
             wall = time.perf_counter() - t0
-            print(f"throughput {label:<22} {len(db)} candidates in {wall:5.1f} s = {len(db) / wall * 60:5.1f} /min")
+            print(f"throughput {label:<30} {len(db)} candidates in {wall:5.1f} s = {len(db) / wall * 60:5.1f} /min")
             shutil.rmtree(work, ignore_errors=True)
 
 

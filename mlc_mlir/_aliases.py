@@ -13,11 +13,23 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import sys
+import importlib.util
 from types import ModuleType
 
 # old module prefix -> new module prefix
 MOVED: dict[str, str] = {
     "mlc_mlir.build": "mlc_mlir.compiler",
+    # graph/ was 31 flat modules; now ir/, builder/, transform/, legalize/, vm/ (the packages
+    # builder, transform, legalize and vm keep the old module names and their public names)
+    **{f"mlc_mlir.graph.{m}": f"mlc_mlir.graph.ir.{m}" for m in (
+        "expr", "op", "op_nn", "infer", "infer_nn", "function", "ast", "printer", "verify", "analysis",
+        "expr_functor")},
+    "mlc_mlir.graph.emit": "mlc_mlir.graph.builder.emit",
+    "mlc_mlir.graph.te_bridge": "mlc_mlir.graph.builder.te_bridge",
+    **{f"mlc_mlir.graph.{m}": f"mlc_mlir.graph.transform.{m}" for m in (
+        "pass_infra", "passes", "fusion", "fuse_ops", "fuse_tir", "outline", "dce", "rewrite", "optimize",
+        "dps_packed")},
+    **{f"mlc_mlir.graph.{m}": f"mlc_mlir.graph.vm.{m}" for m in ("lower", "pipeline", "cuda")},
 }
 
 
@@ -54,6 +66,18 @@ class AliasFinder(importlib.abc.MetaPathFinder):
         if importlib.util.find_spec(new) is None:
             return None
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(new), is_package=True)
+
+
+def bind_loaded(package: str) -> None:
+    """Register the old names under ``package`` whose new modules are already imported.
+
+    An alias imported later through the finder would be set as an attribute of its parent
+    package, replacing a public name of the same spelling (``mlc_mlir.graph.optimize`` the
+    module over ``mlc.graph.optimize`` the function); a name already in ``sys.modules`` is not.
+    """
+    for old, new in MOVED.items():
+        if old.startswith(package + ".") and new in sys.modules:
+            sys.modules.setdefault(old, sys.modules[new])
 
 
 def install() -> None:

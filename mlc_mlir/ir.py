@@ -38,7 +38,7 @@ class Op(str):
         Raises:
             MlcError: no graph op has that name.
         """
-        from .graph.analysis import PURE_MLC_OPS
+        from .graph.ir.analysis import PURE_MLC_OPS
 
         if not isinstance(name, str):
             raise MlcError(f"Op.get expects an op name (str), got {name!r}")
@@ -222,10 +222,10 @@ class Module:
         """Print the module for reading: graph functions as Relax-like text (dataflow
         blocks, ``call_tir(@f, (x, w), out=(1, 128) float32)``, constants summarized),
         tensor programs as MLIR. A module without graph functions prints :meth:`script`."""
-        from .graph.analysis import graph_functions
+        from .graph.ir.analysis import graph_functions
 
         if graph_functions(self.mlir_module):
-            from .graph.printer import module_text
+            from .graph.ir.printer import module_text
 
             print(module_text(self))
         else:
@@ -256,7 +256,7 @@ class Module:
         func = self[name]
         gv = GlobalVar(name)
         if func.function_type.results and len(func.function_type.results) == 1:
-            from .graph.ast import result_info
+            from .graph.ir.ast import result_info
 
             gv.ret_shape, gv.ret_dtype = result_info(func.op)
         return gv
@@ -267,10 +267,10 @@ class Module:
     def __getitem__(self, name: str) -> Function:
         for op in self._func_ops():
             if sym_name(op) == name:
-                from .graph.analysis import is_graph_function
+                from .graph.ir.analysis import is_graph_function
 
                 if is_graph_function(op):
-                    from .graph.function import Function as GraphFunction
+                    from .graph.ir.function import Function as GraphFunction
 
                     return GraphFunction(self, op)
                 return Function(self, op)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import GraphError, MlcError
 from ..graph import BlockBuilder, Var, op
-from ..graph.expr import Expr, const, normalize_dtype
+from ..graph.ir.expr import Expr, const, normalize_dtype
 from . import emit as E
 
 __all__ = ["from_exported_program", "ATEN_MAP"]

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import GraphError, MlcError
 from ..graph import BlockBuilder, Var, op
-from ..graph.expr import Expr
+from ..graph.ir.expr import Expr
 from . import emit as E
 
 __all__ = ["from_fx", "DEFAULT_FUNCTION_MAP", "DEFAULT_METHOD_MAP", "DEFAULT_MODULE_MAP", "fetch_attr"]

@@ -1,26 +1,40 @@
 """Graphs (the course's Relax): graph functions of ``mlc`` ops, their builder and execution.
 
-    bb = mlc.graph.BlockBuilder()            # write graph functions (builder.py)
-    ex = mlc.graph.build(mod, "llvm")        # compile them (vm.py)
+    bb = mlc.graph.BlockBuilder()            # write graph functions (builder/)
+    ex = mlc.graph.build(mod, "llvm")        # compile them (vm/)
     vm = mlc.graph.VirtualMachine(ex, mlc.cpu())
     out = vm["main"](x)
 
-Ops live in :mod:`mlc_mlir.graph.op`, passes in :mod:`mlc_mlir.graph.transform`,
-pattern rewriting in :mod:`mlc_mlir.graph.rewrite`.
+The subpackages, in the order a graph goes through them:
+
+==============  ==========================================================================
+``ir/``         expressions, ops (``mlc.graph.op``) and shape rules, analysis, verify, AST
+``builder/``    ``BlockBuilder``, emitting ``mlc`` ops, ``emit_te`` (te -> tensor program)
+``transform/``  passes (``mlc.graph.transform``), the default optimization, pattern rewrites
+                (``mlc.graph.rewrite``), fusion; graph passes for ``mlc-opt``
+``legalize/``   graph ops -> ``call_tir`` of ``te`` programs (``LegalizeOps``, op map)
+``vm/``         the graph stages of the build pipeline, lowering, ``build``, ``VirtualMachine``
+==============  ==========================================================================
+
+The module paths of the flat layout (``mlc_mlir.graph.fuse_ops``...) still import, as the
+same modules (:mod:`mlc_mlir._aliases`).
 """
 
-from . import analysis, expr_functor, op, rewrite, transform
-from .ast import BindingBlock, DataflowBlock, SeqExpr, VarBinding
+from .. import _aliases
 from .builder import BlockBuilder
-from .expr import (Call, Constant, Expr, GraphCall, GraphConstant, GraphExpr, GraphVar, TensorStructInfo, Var,
-                   const, graph_const)
-from .expr_functor import PyExprMutator, mutator
-from .function import Function
+from .ir import analysis, expr_functor, op
+from .ir.ast import BindingBlock, DataflowBlock, SeqExpr, VarBinding
+from .ir.expr import (Call, Constant, Expr, GraphCall, GraphConstant, GraphExpr, GraphVar, TensorStructInfo, Var,
+                      const, graph_const)
+from .ir.expr_functor import PyExprMutator, mutator
+from .ir.function import Function
+from .ir.verify import verify_graph
 from .legalize import DEFAULT_OP_MAP, legalize
-from .lower import lower_graph_functions
-from .optimize import count_kernels, optimize
-from .verify import verify_graph
+from . import transform
+from .transform import rewrite
+from .transform.optimize import count_kernels, optimize
 from .vm import Executable, GraphFunction, VirtualMachine, build
+from .vm.lower import lower_graph_functions
 
 __all__ = ["BlockBuilder", "Var", "const", "Expr", "Call", "Constant", "GraphExpr", "GraphVar", "GraphCall",
            "GraphConstant", "graph_const", "op", "transform", "rewrite",
@@ -28,3 +42,5 @@ __all__ = ["BlockBuilder", "Var", "const", "Expr", "Call", "Constant", "GraphExp
            "lower_graph_functions", "build", "Executable", "VirtualMachine", "GraphFunction",
            "Function", "TensorStructInfo", "PyExprMutator", "mutator", "expr_functor", "analysis",
            "SeqExpr", "BindingBlock", "DataflowBlock", "VarBinding"]
+
+_aliases.bind_loaded(__name__)  # old flat paths of loaded modules (mlc_mlir.graph.optimize is also a function here)

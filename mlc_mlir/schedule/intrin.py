@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import func
 
-from ..irutil import sym_name
+from ..irutil import sym_name, walk_ops
 from ..context import mlc_context
 from ..errors import ScheduleError
 from ..ir import Module
@@ -107,14 +107,7 @@ def tile_signature(info, tile: list[int]) -> tuple:
 def apply_tensorize(module: ir.Module) -> None:
     """Replace each op marked ``mlc.tensorize = "<intrin>"`` by a ``func.call`` of that
     intrinsic's implementation (copied into ``module`` once). Inside the context."""
-    marked: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if "mlc.tensorize" in op.attributes:
-            marked.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    marked = [op for op in walk_ops(module.operation) if "mlc.tensorize" in op.attributes]
     if not marked:
         return
     existing = {sym_name(op.operation): op.operation

@@ -8,6 +8,7 @@ tunes every tensor program of a graph module under one budget. One file per conc
 
 ========================  ==========================================================
 space_generator.py        ScheduleFn, AutoSchedule (the shared schedule rules)
+sampler.py                IsolatedSpace, Sampler (the space sampled in a child process)
 search_strategy.py        EvolutionarySearch (random, then cost-model-guided mutation)
 mutator.py                one sampling decision changed
 cost_model.py / features  GBStumpModel (NumPy), SklearnModel; loop-nest features
@@ -26,6 +27,7 @@ from .local import LocalBackend
 from .measure import MeasureInput, MeasureResult
 from .plot import plot, tuning_curve
 from .ray_backend import RayBackend
+from .sampler import IsolatedSpace, Sampler
 from .search_strategy import EvolutionarySearch
 from .space_generator import AutoSchedule, ScheduleFn, SpaceGenerator
 from .target import parse_target
@@ -35,4 +37,4 @@ from .tune import compile_tir, tune_model, tune_tir
 __all__ = ["tune_tir", "compile_tir", "tune_model", "ScheduleFn", "AutoSchedule", "SpaceGenerator",
            "JSONDatabase", "TuningRecord", "workload_key", "LocalBackend", "RayBackend", "MeasureInput",
            "MeasureResult", "EvolutionarySearch", "CostModel", "GBStumpModel", "SklearnModel",
-           "TaskScheduler", "TuneTask", "plot", "tuning_curve", "parse_target"]
+           "TaskScheduler", "TuneTask", "plot", "tuning_curve", "parse_target", "IsolatedSpace", "Sampler"]

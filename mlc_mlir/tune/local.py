@@ -3,7 +3,9 @@ LocalRunner, tinygrad's BEAM process pool).
 
 Each worker is a spawned process with a memory limit (``RLIMIT_AS``); it builds candidates
 in parallel with the other workers, then waits for the parent's go-ahead to run: one
-runner at a time per core set, pinned to it. A worker that dies (abort, segfault, out of
+runner at a time per core set, pinned to it. While candidates run, the building workers
+are moved off the running cores, or paused (``SIGSTOP``, their build deadline stopped too)
+when no other core is free, so a build never shares a core with a measurement. A worker that dies (abort, segfault, out of
 memory) or passes its build/run deadline is killed and replaced; its candidate becomes a
 failed result and the tuning run goes on.
 """
@@ -29,14 +31,26 @@ __all__ = ["LocalBackend"]
 log = logging.getLogger("mlc_mlir.tune")
 
 
+def _die_with_parent() -> None:
+    """Linux: this child is killed when its parent dies (even while paused by SIGSTOP), so
+    a killed tuning run leaves no worker behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _worker_main(conn: Any, mem_limit: int | None, threads: int) -> None:
     """Child process: build on request, run when allowed, report, forever."""
+    _die_with_parent()
     os.environ["OMP_NUM_THREADS"] = str(threads)
     if mem_limit:
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
-    from .measure import build_candidate, run_candidate
+    from .measure import build_candidate, build_info, run_candidate
 
     all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     while True:
@@ -47,6 +61,7 @@ def _worker_main(conn: Any, mem_limit: int | None, threads: int) -> None:
         res = MeasureResult(inp.index)
         try:
             rt, res.build_secs = build_candidate(inp)
+            res.extra.update(build_info(rt))
         except Exception as exc:
             res.error = f"build: {type(exc).__name__}: {str(exc)[:500]}"
             conn.send(("built", res))
@@ -96,6 +111,26 @@ class _Worker:
         self.state = "idle"  # idle | building | waiting | running
         self.deadline = float("inf")
         self.cores: tuple[int, ...] | None = None
+        self.pin: Any = None  # None (all cores) | frozenset of cores | "paused"
+        self.remaining = 0.0  # build seconds left while paused
+
+    def move(self, pin: Any, all_cores: frozenset[int]) -> None:
+        """Pin a building worker to ``pin`` (None: every core) or pause it (``"paused"``)."""
+        if pin == self.pin or not self.proc.is_alive():
+            return
+        try:
+            if self.pin == "paused":
+                os.kill(self.proc.pid, signal.SIGCONT)
+                self.deadline = time.monotonic() + self.remaining
+            if pin == "paused":
+                self.remaining = self.deadline - time.monotonic()
+                self.deadline = float("inf")
+                os.kill(self.proc.pid, signal.SIGSTOP)
+            elif hasattr(os, "sched_setaffinity"):
+                os.sched_setaffinity(self.proc.pid, pin or all_cores)
+        except (ProcessLookupError, OSError):
+            pass
+        self.pin = pin
 
     def kill(self) -> None:
         if self.proc.is_alive():
@@ -124,11 +159,13 @@ class LocalBackend:
         build_timeout / run_timeout: seconds before a worker is killed.
         mem_limit_gb: address-space limit of a worker (``None``: none).
         threads: ``OMP_NUM_THREADS`` of the workers (parallel loops).
+        quiet_runs: keep builds off the cores of a running measurement (moved, or paused
+            when no core is free); ``False`` lets them overlap (more throughput, more noise).
     """
 
     def __init__(self, *, num_workers: int | None = None, core_sets: Sequence[tuple[int, ...]] | None = None,
                  build_timeout: float = 120.0, run_timeout: float = 60.0, mem_limit_gb: float | None = 8.0,
-                 threads: int | None = None):
+                 threads: int | None = None, quiet_runs: bool = True):
         ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         self.num_workers = int(num_workers or min(4, ncpu))
         if self.num_workers < 1:
@@ -137,6 +174,8 @@ class LocalBackend:
         self.build_timeout, self.run_timeout = float(build_timeout), float(run_timeout)
         self.mem_limit = int(mem_limit_gb * 2 ** 30) if mem_limit_gb else None
         self.threads = int(threads or max(len(c) for c in self.core_sets))
+        self.quiet_runs = bool(quiet_runs)
+        self._all = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
         self._ctx = mp.get_context("spawn")
         self._workers: list[_Worker | None] = [None] * self.num_workers
 
@@ -182,8 +221,21 @@ class LocalBackend:
                     w.cores, w.state = free_cores.pop(0), "running"
                     w.deadline = time.monotonic() + self.run_timeout
                     w.conn.send(w.cores)
+            self._quiet_builders()
             self._poll(finish)
         return [results[inp.index] for inp in inputs]
+
+    def _quiet_builders(self) -> None:
+        """Move building workers off the cores of running ones (pause them if none is free)."""
+        live = [w for w in self._workers if w is not None]
+        running = frozenset(c for w in live if w.state == "running" and w.cores for c in w.cores)
+        pin: Any = None
+        if self.quiet_runs and running and self._all:
+            free = self._all - running
+            pin = free if free else "paused"
+        for w in live:
+            if w.state == "building":
+                w.move(pin, self._all)
 
     def _poll(self, finish: Callable[[_Worker, MeasureResult], None]) -> None:
         busy = [w for w in self._workers if w is not None and w.state != "idle"]
@@ -200,6 +252,7 @@ class LocalBackend:
                 if w.conn.poll():
                     tag, res = w.conn.recv()
                     if tag == "built" and res is None:
+                        w.move(None, self._all)  # blocked on its go-ahead: unpinned before it pins itself
                         w.state, w.deadline = "waiting", float("inf")
                     else:
                         finish(w, res)

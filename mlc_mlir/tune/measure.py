@@ -4,7 +4,12 @@ These functions run in a child process (a local worker, or a Ray worker): they m
 hang or exhaust memory, and the parent only sees a failed result. ``build`` replays the
 candidate's trace on the task's module and JIT-compiles it; ``run`` checks the result
 against the unscheduled program's on the same random inputs (computed once per workload
-per worker), then times warm-up + repeats.
+per worker, on the CPU), then times warm-up + repeats.
+
+On a CUDA target the build compiles the kernels to PTX and, with the ``nvidia-cuda-nvcc``
+wheel's ``ptxas``, to a cubin (``extra["binary"]``: ``"bin"``, or ``"isa"`` without
+ptxas); without a GPU the run step fails with a :class:`~mlc_mlir.errors.TuneError` saying
+so (the candidate is compiled and checked, not measured).
 """
 
 from __future__ import annotations
@@ -17,7 +22,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MeasureInput", "MeasureResult", "build_candidate", "run_candidate", "measure_in_process"]
+__all__ = ["MeasureInput", "MeasureResult", "build_candidate", "run_candidate", "measure_in_process", "build_info",
+           "NO_GPU"]
+
+#: start of the run error of a CUDA candidate measured where no GPU is present
+NO_GPU = "no CUDA GPU to measure on"
 
 
 @dataclass(frozen=True)
@@ -86,7 +95,7 @@ def _reference(inp: MeasureInput) -> tuple[list[np.ndarray], list[np.ndarray]]:
     if inp.key not in _REFERENCE:
         from ..compiler import build
 
-        rt = build(_module(inp), inp.target)
+        rt = build(_module(inp), "llvm" if _is_cuda(inp) else inp.target)  # the reference runs on the CPU
         func = rt[inp.func]
         args = _random_args(func)
         func(*args)
@@ -94,6 +103,16 @@ def _reference(inp: MeasureInput) -> tuple[list[np.ndarray], list[np.ndarray]]:
         _REFERENCE[inp.key] = ([a if not s.is_output else np.zeros_like(a)
                                 for a, s in zip(args, func.signature.args)], outs)
     return _REFERENCE[inp.key]
+
+
+def _is_cuda(inp: MeasureInput) -> bool:
+    return inp.target.split()[0] == "cuda"
+
+
+def build_info(rt: Any) -> dict[str, Any]:
+    """What a result records about a build: the kernels' binary format of a CUDA module."""
+    cuda = getattr(rt, "cuda", None)
+    return {"binary": cuda.format} if cuda is not None and hasattr(cuda, "format") else {}
 
 
 def build_candidate(inp: MeasureInput) -> tuple[Any, float]:
@@ -113,11 +132,22 @@ def run_candidate(inp: MeasureInput, rt: Any) -> list[float]:
 
     Raises:
         ValueError: the result differs from the unscheduled program's.
+        TuneError: a CUDA candidate where no GPU is present.
     """
     ins, ref_outs = _reference(inp)
     args = [a.copy() for a in ins]
     func = rt[inp.func]
-    func(*args)
+    if _is_cuda(inp):
+        from ..errors import TuneError
+        from ..runtime.cuda_device import CudaUnavailable
+
+        try:
+            func(*args)
+        except CudaUnavailable as exc:
+            raise TuneError(f"{NO_GPU}: the candidate was compiled ({build_info(rt).get('binary')}), "
+                            f"not measured: {exc}") from None
+    else:
+        func(*args)
     outs = [a for a, s in zip(args, func.signature.args) if s.is_output]
     for k, (got, want) in enumerate(zip(outs, ref_outs)):
         scale = float(np.max(np.abs(want))) if want.size else 1.0
@@ -135,6 +165,7 @@ def measure_in_process(inp: MeasureInput) -> MeasureResult:
     res = MeasureResult(inp.index)
     try:
         rt, res.build_secs = build_candidate(inp)
+        res.extra.update(build_info(rt))
     except Exception as exc:  # a failed build is data, not an error of the tuning loop
         res.error = f"build: {type(exc).__name__}: {str(exc)[:500]}"
         return res

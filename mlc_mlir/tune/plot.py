@@ -11,14 +11,15 @@ __all__ = ["plot", "tuning_curve"]
 
 
 def tuning_curve(db: Any, task: str | None = None) -> dict[str, list[float]]:
-    """``{task: [best GFLOP/s after trial 1, 2, ...]}`` (0 before the first success)."""
+    """``{task: [best GFLOP/s after trial 1, 2, ...]}`` (0 before the first success);
+    samples whose space crashed (``sample:`` records) are not trials."""
     from .tune import _database
 
     db = _database(db)
     curves: dict[str, list[float]] = {}
     best: dict[str, float] = {}
     for rec in db.records():
-        if task is not None and rec.task != task:
+        if (task is not None and rec.task != task) or rec.extra.get("stage") == "sample":
             continue
         flops = db.flops(rec.key)
         if rec.ok and flops:

@@ -1,6 +1,7 @@
 """Tuning targets: ``"llvm"``, ``"llvm --num-cores=1"`` (the course's spelling) or
-``"llvm -num-cores=1 -mcpu=..."`` (``mlc_mlir.target``'s); ``text`` is the normalized
-single-dash form that the build and the schedule rules read."""
+``"llvm -num-cores=1 -mcpu=..."`` (``mlc_mlir.target``'s), and ``"cuda"`` /
+``"cuda -arch=sm_90"`` (GPU 0; one candidate runs on it at a time); ``text`` is the
+normalized single-dash form that the build and the schedule rules read."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class TuneTarget:
         """Disjoint sets of ``num_cores`` cores of this process's affinity mask; one runner
         measures at a time on each."""
         cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+        if self.kind == "cuda":  # one runner at a time on the GPU
+            return [tuple(cores)]
         n = max(1, min(self.num_cores, len(cores)))
         return [tuple(cores[i:i + n]) for i in range(0, len(cores) - n + 1, n)]
 
@@ -33,14 +36,15 @@ def parse_target(target: object) -> TuneTarget:
     """Parse ``target`` (a string, or anything whose ``str`` is one).
 
     Raises:
-        TuneError: not a CPU target, or a malformed ``--num-cores``.
+        TuneError: not a CPU or CUDA target, or a malformed option.
     """
     if isinstance(target, TuneTarget):
         return target
     text = str(target if target is not None else "llvm").strip() or "llvm"
     words = text.split()
-    if words[0] not in ("llvm", "cpu"):
-        raise TuneError(f"target {text!r}: tuning measures on the host CPU only ('llvm', 'llvm --num-cores=N')")
+    if words[0] not in ("llvm", "cpu", "cuda"):
+        raise TuneError(f"target {text!r}: tuning measures on the host CPU ('llvm', 'llvm --num-cores=N') "
+                        "or a CUDA GPU ('cuda', 'cuda -arch=sm_90')")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     options = []
     for word in words[1:]:
@@ -48,9 +52,11 @@ def parse_target(target: object) -> TuneTarget:
         if not word.startswith("-") or "=" not in option:
             raise TuneError(f"target {text!r}: cannot parse {word!r} (expected -name=value or --name=value)")
         name, value = option.split("=", 1)
-        if name == "num-cores":
+        if name == "num-cores" and words[0] != "cuda":
             if not value.isdigit() or int(value) < 1:
                 raise TuneError(f"target {text!r}: --num-cores must be a positive int, got {value!r}")
             cores = int(value)
         options.append(f"-{name}={value}")
+    if words[0] == "cuda":
+        return TuneTarget(" ".join(["cuda", *options]), "cuda", 1)
     return TuneTarget(" ".join(["llvm", *options]), "llvm", cores)

@@ -126,7 +126,7 @@ class TaskScheduler:
             cand = cands[inp.index]
             record = TuningRecord(task.key, task.name, inp.trace, cand.key,
                                   tuple(res.run_secs) if res.run_secs and not res.error else None,
-                                  res.error, self.target.text, res.build_secs)
+                                  res.error, self.target.text, res.build_secs, dict(res.extra))
             self.db.commit(record)
             secs[inp.index] = record.mean_secs
             task.add(record.mean_secs)

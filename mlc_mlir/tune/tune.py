@@ -14,11 +14,13 @@ from ..errors import MlcError, TuneError
 from ..ir import Module
 from ..schedule import Schedule, Trace
 from .cost_model import CostModel
-from .database import JSONDatabase, workload_key
+from .database import JSONDatabase, TuningRecord, workload_key
 from .features import program_flops
 from .local import LocalBackend
+from .measure import NO_GPU
+from .sampler import IsolatedSpace, Sampler
 from .search_strategy import EvolutionarySearch
-from .space_generator import make_space
+from .space_generator import ScheduleFn, make_space
 from .target import parse_target
 from .task_scheduler import TaskScheduler, TuneTask
 
@@ -44,16 +46,21 @@ def _as_module(mod: Any, what: str) -> Module:
 
 
 def _make_task(name: str, mod: Module, func: str, space: Any, target: Any, db: JSONDatabase,
-               seed: int | None, cost_model: CostModel | None, weight: float = 1.0) -> TuneTask:
+               seed: int | None, cost_model: CostModel | None, weight: float = 1.0,
+               sampler: Sampler | None = None) -> TuneTask:
     key = workload_key(mod)
     try:
         flops = program_flops(Schedule(mod))
     except MlcError as exc:
         raise TuneError(f"task {name!r}: the module is not a schedulable tensor program: {exc}") from None
-    search = EvolutionarySearch(make_space(space, target.text), mod, seed=seed, cost_model=cost_model)
+    gen = make_space(_default_space(space, target), target.text)
+    if sampler is not None and not isinstance(gen, IsolatedSpace):
+        gen = IsolatedSpace(gen, sampler, on_crash=lambda seed, why: _sample_failed(db, task, seed, why))
+    search = EvolutionarySearch(gen, mod, seed=seed, cost_model=cost_model)
     task = TuneTask(name, mod, func, key, flops, search, weight=weight)
     db.commit_workload(key, name, str(mod), flops)
-    old = db.records(key)
+    old = [r for r in db.records(key) if r.extra.get("stage") != "sample"]
+    task.failed += len(db.records(key)) - len(old)
     if old:
         log.info("task %s: resuming from %d records in %s", name, len(old), db.path)
         search.seen.update(r.decisions for r in old)
@@ -65,11 +72,30 @@ def _make_task(name: str, mod: Module, func: str, space: Any, target: Any, db: J
     return task
 
 
+def _default_space(space: Any, target: Any) -> Any:
+    """``space=None`` on a CUDA target: the tunable GPU rules (``gpu_rules.gpu_space``)."""
+    if space is None and target.kind == "cuda":
+        from ..schedule.gpu_rules import gpu_space
+
+        return ScheduleFn(gpu_space)
+    return space
+
+
+def _sample_failed(db: JSONDatabase, task: TuneTask, seed: int, why: str) -> None:
+    """A sample whose process died or hung: one failed record (no trace), the run goes on."""
+    log.warning("task %s: sampling seed %d failed: %s", task.name, seed, why)
+    db.commit(TuningRecord(task.key, task.name, {"version": 1, "insts": []}, f"sample-seed:{seed}", None,
+                           f"sample: {why}", extra={"stage": "sample", "seed": seed}))
+    task.failed += 1
+
+
 def _run(tasks: list[TuneTask], db: JSONDatabase, target: Any, *, max_trials: int, per_iter: int,
          backend: Any, num_workers: int | None, measure: dict[str, Any] | None, progress: bool) -> None:
     own = backend is None
     if own:
-        backend = LocalBackend(num_workers=num_workers, core_sets=target.core_sets(), threads=target.num_cores)
+        # CUDA reserves far more address space than it uses: no RLIMIT_AS for GPU workers
+        backend = LocalBackend(num_workers=num_workers, core_sets=target.core_sets(), threads=target.num_cores,
+                               mem_limit_gb=None if target.kind == "cuda" else 8.0)
     try:
         TaskScheduler(tasks, backend, db, target, max_trials=max_trials, num_trials_per_iter=per_iter,
                       measure_opts=measure, progress=progress).run()
@@ -82,12 +108,14 @@ def tune_tir(mod: Module, target: Any = "llvm", max_trials_global: int = 64, num
              space: Any = None, work_dir: str | os.PathLike = "./tune_tmp", task_name: str = "main",
              seed: int | None = None, *, backend: Any = None, num_workers: int | None = None,
              cost_model: CostModel | None = None, measure: dict[str, Any] | None = None,
-             progress: bool = True) -> JSONDatabase:
+             progress: bool = True, isolate: bool = True) -> JSONDatabase:
     """Tune one tensor program (course: ``ms.tune_tir``); returns the database.
 
     Args:
         mod: a module with one tensor program (or one called ``task_name``).
-        target: ``"llvm"`` or ``"llvm --num-cores=N"`` (cores per measurement).
+        target: ``"llvm"`` or ``"llvm --num-cores=N"`` (cores per measurement), or
+            ``"cuda"`` (default space: ``mlc.schedule.gpu_rules.gpu_space``; without a GPU
+            every candidate is compiled and checked by ptxas, then TuneError says none ran).
         max_trials_global: candidates to measure in all (a resumed run counts the
             records already in ``work_dir``).
         num_trials_per_iter: candidates per batch (the cost model is refit after each).
@@ -96,6 +124,8 @@ def tune_tir(mod: Module, target: Any = "llvm", max_trials_global: int = 64, num
         backend: :class:`LocalBackend` (default) or :class:`RayBackend`.
         measure: options of each measurement (``number``, ``repeat``, ``min_repeat_ms``,
             ``rtol``, ``build_fn``).
+        isolate: sample the space in a child process (:mod:`mlc_mlir.tune.sampler`: a
+            space that aborts or hangs costs one failed record); ``False`` samples here.
 
     Example::
 
@@ -119,13 +149,32 @@ def tune_tir(mod: Module, target: Any = "llvm", max_trials_global: int = 64, num
     if len(funcs) > 1 and task_name not in funcs:
         raise TuneError(f"tune_tir: the module has functions {funcs}; pass task_name= one of them")
     db = JSONDatabase(work_dir)
-    task = _make_task(task_name, mod, func, space, tgt, db, seed, cost_model)
-    _run([task], db, tgt, max_trials=max_trials_global, per_iter=num_trials_per_iter, backend=backend,
-         num_workers=num_workers, measure=measure, progress=progress)
+    sampler = Sampler() if isolate else None
+    try:
+        task = _make_task(task_name, mod, func, space, tgt, db, seed, cost_model, sampler=sampler)
+        _run([task], db, tgt, max_trials=max_trials_global, per_iter=num_trials_per_iter, backend=backend,
+             num_workers=num_workers, measure=measure, progress=progress)
+    finally:
+        if sampler is not None:
+            sampler.close()
+    _check_measured(db, [task], tgt)
     if task.trials == 0:
         raise TuneError(f"tune_tir: the space {task.search.space!r} produced no valid candidate "
                         f"({task.search.rejected} rejected; last error: {task.search.last_error})")
     return db
+
+
+def _check_measured(db: JSONDatabase, tasks: list[TuneTask], target: Any) -> None:
+    """On a CUDA target where no GPU is present, say so (every candidate was built, none run)."""
+    if target.kind != "cuda":
+        return
+    recs = [r for t in tasks for r in db.records(t.key)]
+    no_gpu = [r for r in recs if r.error and NO_GPU in r.error]
+    if no_gpu and not any(r.ok for r in recs):
+        kinds = sorted({str(r.extra.get("binary")) for r in no_gpu})
+        raise TuneError(f"tuning for {target.text!r}: {NO_GPU} here; {len(no_gpu)} candidates were compiled "
+                        f"(kernel binary format {'/'.join(kinds)}: 'bin' = PTX assembled by ptxas) and recorded "
+                        f"in {db.path} as failed, none measured")
 
 
 def _database(database: Any) -> JSONDatabase:
@@ -167,13 +216,14 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
                work_dir: str | os.PathLike = "./tune_tmp", *, num_trials_per_iter: int = 8, space: Any = None,
                seed: int | None = None, backend: Any = None, num_workers: int | None = None,
                funcs: list[str] | None = None, measure: dict[str, Any] | None = None,
-               progress: bool = True) -> Module:
+               progress: bool = True, isolate: bool = True) -> Module:
     """Tune every tensor program of a graph module and return a copy with the best kernels
     swapped in (course: ``relax_integration.tune_relax`` + ``compile_relax``).
 
     Swapped-in kernels carry the unit attribute ``mlc.tuned``. The task scheduler shares ``max_trials_global`` among the kernels by weight (call
     sites) and measured gain; each kernel gets at least one batch. ``space`` is one
-    space for all kernels or ``{name: space}``; ``funcs`` restricts the kernels tuned.
+    space for all kernels or ``{name: space}``; ``funcs`` restricts the kernels tuned;
+    ``isolate`` as in :func:`tune_tir`.
 
     Raises:
         TuneError: the module has no tensor program (run ``LegalizeOps`` first), or an
@@ -194,14 +244,20 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
     counts = _call_counts(mod, prims)
     db = JSONDatabase(work_dir)
     tasks = []
-    for i, name in enumerate(names):
-        with mlc_context():
-            sub = Module.parse(str(mod[name].op))
-        task_space = space.get(name) if isinstance(space, dict) else space
-        tasks.append(_make_task(name, sub, name, task_space, tgt, db, None if seed is None else seed + i,
-                                None, weight=max(1, counts.get(name, 1))))
-    _run(tasks, db, tgt, max_trials=max_trials_global, per_iter=num_trials_per_iter, backend=backend,
-         num_workers=num_workers, measure=measure, progress=progress)
+    sampler = Sampler() if isolate else None
+    try:
+        for i, name in enumerate(names):
+            with mlc_context():
+                sub = Module.parse(str(mod[name].op))
+            task_space = space.get(name) if isinstance(space, dict) else space
+            tasks.append(_make_task(name, sub, name, task_space, tgt, db, None if seed is None else seed + i,
+                                    None, weight=max(1, counts.get(name, 1)), sampler=sampler))
+        _run(tasks, db, tgt, max_trials=max_trials_global, per_iter=num_trials_per_iter, backend=backend,
+             num_workers=num_workers, measure=measure, progress=progress)
+    finally:
+        if sampler is not None:
+            sampler.close()
+    _check_measured(db, tasks, tgt)
     out = mod.clone()
     for task in tasks:
         best = db.best(task.key)

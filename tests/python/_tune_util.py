@@ -34,6 +34,45 @@ def two_level_mm(sch):
     return sch
 
 
+def aborting_schedule_mm(sch):
+    """stochastic_schedule_mm whose process aborts when j's inner factor is 16, and hangs
+    when it is 8 (a ScheduleFn that crashes on some sampled decisions)."""
+    block_c = sch.get_block("C", "main")
+    i, j, k = sch.get_loops(block=block_c)
+    factors = sch.sample_perfect_tile(loop=j, n=2)
+    if int(factors[1]) == 16:
+        os.abort()
+    if int(factors[1]) == 8 and os.environ.get("MLC_TEST_SAMPLER_HANG"):
+        time.sleep(600)
+    j_0, j_1 = sch.split(loop=j, factors=factors)
+    sch.reorder(i, j_0, k, j_1)
+    sch.decompose_reduction(block_c, k)
+    return sch
+
+
+class FirstThenMutateSpace(mlc.tune.SpaceGenerator):
+    """A space with its own ``initial`` (which applies the schedule with MLIR: reads
+    ``sch.mod``) and ``mutate`` (aborts when MLC_TEST_MUTATE_ABORT is set)."""
+
+    def generate(self, mod, seed):
+        return stochastic_schedule_mm(mlc.Schedule(mod, seed=seed))
+
+    def initial(self, mod):
+        sch = self.generate(mod, 0)
+        assert "scf.for" in str(sch.mod)
+        return [sch]
+
+    def mutate(self, mod, trace, rng):
+        from mlc_mlir.tune.mutator import mutate_decision
+
+        if os.environ.get("MLC_TEST_MUTATE_ABORT"):
+            os.abort()
+        child = mutate_decision(trace, rng)
+        sch = mlc.Schedule(mod)
+        child.replay_into(sch)
+        return sch
+
+
 class _WrongRuntime:
     """A runtime module whose kernel writes a wrong result."""
 

@@ -8,6 +8,7 @@ import pytest
 
 import mlc_mlir as mlc
 from mlc_mlir import te
+from mlc_mlir.testing import filecheck
 
 
 def my_module():
@@ -65,8 +66,11 @@ def test_tuned_trace_replays_and_equals_numpy():
     mod = my_module()
     sch = tuned_trace(mlc.Schedule(mod))
     text = str(sch.mod)
-    assert "scf.forall (%arg3, %arg4) in (4, 4)" in text
-    assert 'mlc.loop = "i_0_j_0_i_1_j_1_fused"' in text and "vector<1x32xf32>" in text
+    filecheck(text, """
+        CHECK: scf.forall (%{{[a-z0-9]+}}, %{{[a-z0-9]+}}) in (4, 4)
+        CHECK: vector.transfer_read {{.*}} vector<1x32xf32>
+        CHECK: } {mlc.loop = "i_0_j_0_i_1_j_1_fused"
+    """)
     rng = np.random.default_rng(0)
     a, b = rng.random((128, 128), dtype=np.float32), rng.random((128, 128), dtype=np.float32)
     c = np.zeros((128, 128), np.float32)

@@ -1,9 +1,13 @@
 """Course ch.7 (computational graph optimization) as written, imports changed only.
 
-The course's TVMScript ``MyModule`` is built with the BlockBuilder (TVMScript parsing is
-not part of this project); every other line is the course's. Results are compared with
-NumPy after ``graph.build``.
+The course's code lives once, in ``examples/ch7_mutators.py`` (the course's TVMScript
+``MyModule`` is built with the BlockBuilder there; every other line is the course's): this
+test loads that file and checks each step, comparing results with NumPy after
+``graph.build`` on the example's MLP (trained on scikit-learn's digits).
 """
+
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,40 +15,21 @@ import pytest
 import mlc_mlir as tvm
 from mlc_mlir import Module as IRModule
 from mlc_mlir import graph as relax
-from mlc_mlir import topi
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ch7_mutators.py"
 
 
-def make_my_module():
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorStructInfo((3, 4), "float32"))
-    y = relax.Var("y", relax.TensorStructInfo((3, 4), "float32"))
-    with bb.function("main", [x, y]):
-        with bb.dataflow():
-            lv0 = bb.emit(relax.op.multiply(x, y))
-            gv0 = bb.emit_output(relax.op.add(lv0, y))
-        bb.emit_func_output(gv0)
-    return bb.get()
+def _load_example():
+    spec = importlib.util.spec_from_file_location("ch7_mutators", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # (its main() runs only as a script)
+    return module
 
 
-@relax.expr_functor.mutator
-class EwiseFMARewriter(relax.PyExprMutator):
-    def visit_call_(self, call):
-        call = self.visit_expr_post_order(call)
-        add_op = tvm.ir.Op.get("relax.add")
-        multiply_op = tvm.ir.Op.get("relax.multiply")
-        ewise_fma_op = tvm.ir.Op.get("relax.ewise_fma")
-
-        if call.op != add_op:
-            return call
-
-        value = self.lookup_binding(call.args[0])
-        if not isinstance(value, relax.Call) or value.op != multiply_op:
-            return call
-
-        fma_call = relax.Call(
-            ewise_fma_op, [value.args[0], value.args[1], call.args[1]], None, None
-        )
-        return fma_call
+ch7 = _load_example()
+make_my_module, EwiseFMARewriter = ch7.make_my_module, ch7.EwiseFMARewriter
+create_model, mlp_params = ch7.create_model, ch7.mlp_params
+FuseDenseAddPass, LowerToTensorIRPass = ch7.FuseDenseAddPass, ch7.LowerToTensorIRPass
 
 
 def run(mod, *args):
@@ -95,165 +80,7 @@ def test_op_get_rejects_unknown_op():
         tvm.ir.Op.get("relax.nn.nonexistent")
 
 
-# -- 7.4 Fuse Linear and ReLU ------------------------------------------------------------
-rng = np.random.default_rng(7)
-mlp_params = {"w0": rng.standard_normal((128, 64)).astype("float32") * 0.1,
-              "b0": rng.standard_normal((128,)).astype("float32") * 0.1,
-              "w1": rng.standard_normal((10, 128)).astype("float32") * 0.1,
-              "b1": rng.standard_normal((10,)).astype("float32") * 0.1}
-
-
-def create_model():
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorStructInfo((1, 64), "float32"))
-    w0 = relax.const(mlp_params["w0"], "float32")
-    b0 = relax.const(mlp_params["b0"], "float32")
-    w1 = relax.const(mlp_params["w1"], "float32")
-    b1 = relax.const(mlp_params["b1"], "float32")
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            lv0 = bb.emit(relax.op.matmul(x, relax.op.permute_dims(w0)))
-            lv1 = bb.emit(relax.op.add(lv0, b0))
-            lv2 = bb.emit(relax.op.nn.relu(lv1))
-            lv3 = bb.emit(relax.op.matmul(lv2, relax.op.permute_dims(w1)))
-            lv4 = bb.emit(relax.op.add(lv3, b1))
-            gv = bb.emit_output(lv4)
-        bb.emit_func_output(gv)
-
-    return bb.get()
-
-
-@relax.expr_functor.mutator
-class MatmulAddFusor(relax.PyExprMutator):
-    def __init__(self, mod: IRModule) -> None:
-        super().__init__()
-        self.mod_ = mod
-        # cache pre-defined ops
-        self.add_op = tvm.ir.Op.get("relax.add")
-        self.matmul_op = tvm.ir.Op.get("relax.matmul")
-        self.counter = 0
-
-    def transform(self) -> IRModule:
-        for global_var, func in self.mod_.functions.items():
-            if not isinstance(func, relax.Function):
-                continue
-            # avoid already fused primitive functions
-            if func.attrs is not None and "Primitive" in func.attrs.keys() and func.attrs["Primitive"] != 0:
-                continue
-            updated_func = self.visit_expr(func)
-            updated_func = relax.analysis.remove_all_unused(updated_func)
-            self.builder_.update_func(global_var, updated_func)
-
-        return self.builder_.get()
-
-    def visit_call_(self, call):
-        call = self.visit_expr_post_order(call)
-
-        def match_call(node, op):
-            if not isinstance(node, relax.Call):
-                return False
-            return node.op == op
-
-        # pattern match matmul => add
-        if not match_call(call, self.add_op):
-            return call
-
-        value = self.lookup_binding(call.args[0])
-        if value is None:
-            return call
-
-        if not match_call(value, self.matmul_op):
-            return call
-
-        x = value.args[0]
-        w = value.args[1]
-        b = call.args[1]
-
-        # construct a new fused primitive function
-        param_x = relax.Var("x" ,relax.TensorStructInfo(x.struct_info.shape, x.struct_info.dtype))
-        param_w = relax.Var("w" ,relax.TensorStructInfo(w.struct_info.shape, w.struct_info.dtype))
-        param_b = relax.Var("b" ,relax.TensorStructInfo(b.struct_info.shape, b.struct_info.dtype))
-
-        bb = relax.BlockBuilder()
-
-        fn_name = "fused_matmul_add%d" % (self.counter)
-        self.counter += 1
-        with bb.function(fn_name, [param_x, param_w, param_b]):
-            with bb.dataflow():
-                lv0 = bb.emit(relax.op.matmul(param_x, param_w))
-                gv = bb.emit_output(relax.op.add(lv0, param_b))
-            bb.emit_func_output(gv)
-
-        # Add Primitive attribute to the fused funtions
-        fused_fn = bb.get()[fn_name].with_attr("Primitive", 1)
-        global_var = self.builder_.add_func(fused_fn, fn_name)
-
-        # construct call into the fused function
-        return relax.Call(global_var, [x, w, b], None, None)
-
-
-@tvm.ir.transform.module_pass(opt_level=2, name="MatmulAddFuse")
-class FuseDenseAddPass:
-    """The wrapper for the LowerTensorIR pass."""
-    def transform_module(self, mod, ctx):
-        return MatmulAddFusor(mod).transform()
-
-
-@relax.expr_functor.mutator
-class LowerToTensorIR(relax.PyExprMutator):
-    def __init__(self, mod: IRModule, op_map) -> None:
-        super().__init__()
-        self.mod_ = mod
-        self.op_map = {
-            tvm.ir.Op.get(k): v for k, v in op_map.items()
-        }
-
-
-    def visit_call_(self, call):
-        call = self.visit_expr_post_order(call)
-
-        if call.op in self.op_map:
-            return self.op_map[call.op](self.builder_, call)
-        return call
-
-    def transform(self) -> IRModule:
-        for global_var, func in self.mod_.functions.items():
-            if not isinstance(func, relax.Function):
-                continue
-            updated_func = self.visit_expr(func)
-            self.builder_.update_func(global_var, updated_func)
-
-        return self.builder_.get()
-
-
-def map_matmul(bb, call):
-    x, w = call.args
-    return bb.call_te(topi.nn.matmul, x, w)
-
-def map_add(bb, call):
-    a, b = call.args
-    return bb.call_te(topi.add, a, b)
-
-def map_relu(bb, call):
-    return bb.call_te(topi.nn.relu, call.args[0])
-
-def map_transpose(bb, call):
-    return bb.call_te(topi.transpose, call.args[0], )
-
-op_map = {
-  "relax.matmul": map_matmul,
-  "relax.add": map_add,
-  "relax.nn.relu": map_relu,
-  "relax.permute_dims": map_transpose
-}
-
-@tvm.ir.transform.module_pass(opt_level=0, name="LowerToTensorIR")
-class LowerToTensorIRPass:
-    """The wrapper for the LowerTensorIR pass."""
-    def transform_module(self, mod, ctx):
-        return LowerToTensorIR(mod, op_map).transform()
-
-
+# -- 7.4 Fuse Linear and ReLU, 7.5 Map to TensorIR calls ---------------------------------
 def numpy_mlp(x):
     h = np.maximum(x @ mlp_params["w0"].T + mlp_params["b0"], 0)
     return h @ mlp_params["w1"].T + mlp_params["b1"]
@@ -261,7 +88,7 @@ def numpy_mlp(x):
 
 def test_matmul_add_fusor_and_lower_to_tensor_ir(capsys):
     MLPModel = create_model()
-    x = np.random.default_rng(3).standard_normal((1, 64)).astype("float32")
+    x = ch7.test_x[:1].reshape(1, 64)  # a held-out digit
     MLPFused = FuseDenseAddPass()(MLPModel)
     MLPFused.show()
     text = capsys.readouterr().out

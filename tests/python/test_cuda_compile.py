@@ -10,6 +10,7 @@ import mlc_mlir as mlc
 from mlc_mlir import te
 from mlc_mlir.compiler.cuda import NO_DRIVER, cuda_driver
 from mlc_mlir.errors import RuntimeError_
+from mlc_mlir.testing import filecheck
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +88,11 @@ def test_kernels_are_cubins_when_ptxas_is_there(vadd_rt):
 def test_partial_tiles_are_guarded():
     """1000 elements split by 128: the last block's threads past the end do nothing."""
     rt = mlc.build(vector_add(1000, 128).mod, target="cuda")
-    mapped = rt.get_source("gpu")
-    assert "arith.cmpi slt, %thread_id_x" in mapped and "scf.if" in mapped
+    filecheck(rt.get_source("gpu"), """
+        CHECK: %[[TX:.+]] = gpu.thread_id x
+        CHECK: %[[IN:.+]] = arith.cmpi slt, %[[TX]], %{{.+}} : index
+        CHECK-NEXT: scf.if %[[IN]] {
+    """)
     assert ".maxntid 128, 1, 1" in rt.get_source("ptx")
 
 
@@ -234,9 +238,14 @@ def test_memref_form_with_a_transform_script():
 
     mod = apply_transform_script(mlc.Module.parse(MEMREF_MATMUL), GPU_SCRIPT)
     rt = mlc.build(mod, target="cuda -arch=sm_90")
-    outlined = rt.get_source("gpu-outlined")
-    assert "blocks in (%c8, %c8, %c1) threads in (%c16, %c16, %c1)" in outlined
-    assert "gpu.memcpy" not in outlined  # the arguments are device pointers
+    filecheck(rt.get_source("gpu-outlined"), """
+        CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
+        CHECK-DAG: %[[C8:.+]] = arith.constant 8 : index
+        CHECK-DAG: %[[C16:.+]] = arith.constant 16 : index
+        CHECK-NOT: gpu.memcpy
+        CHECK: gpu.launch_func {{.*}} blocks in (%[[C8]], %[[C8]], %[[C1]]) threads in (%[[C16]], %[[C16]], %[[C1]])
+        CHECK-NOT: gpu.memcpy
+    """)  # 8 x 8 blocks of 16 x 16 threads; no copies: the arguments are device pointers
     ptx = rt.get_source("ptx")
     assert ".maxntid 16, 16, 1" in ptx and "bar.sync" in ptx
 

@@ -110,7 +110,7 @@ def test_fuse_then_parallel():
     ij = sch.fuse(i, j)
     assert ij.name == "i_j_fused"
     sch.parallel(ij)
-    assert "scf.forall (%arg3, %arg4) in (128, 128)" in str(sch.mod)
+    filecheck(str(sch.mod), "CHECK: scf.forall (%{{[a-z0-9]+}}, %{{[a-z0-9]+}}) in (128, 128)")
     assert loop_names(sch.mod) == ["i_j_fused"]
     check_mm_relu(sch)
 

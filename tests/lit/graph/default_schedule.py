@@ -6,6 +6,7 @@ import numpy as np
 
 import mlc_mlir as mlc
 from mlc_mlir.graph import BlockBuilder, Var, op
+from mlc_mlir.testing import run
 
 rng = np.random.default_rng(0)
 w0, b0 = rng.standard_normal((32, 48)).astype("float32") / 7, rng.standard_normal(32).astype("float32")
@@ -24,13 +25,26 @@ def mlp() -> mlc.Module:
     return bb.get()
 
 
-ref = np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
-for level in (2, 0):
+REF = np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
+
+
+def build_and_report(level):
     ex = mlc.graph.build(mlp(), opt_level=level)
     out = mlc.graph.VirtualMachine(ex)["main"](x).numpy()
     llvm = ex.get_source("llvm-dialect")
     fmas = sorted({line.split("->")[-1].strip() for line in llvm.splitlines() if "llvm.intr.fmuladd(" in line})
-    print(f"opt_level={level}: vector FMAs {fmas}; matches NumPy: {np.allclose(out, ref, rtol=1e-5, atol=1e-5)}")
+    print(f"opt_level={level}: vector FMAs {fmas}; matches NumPy: {np.allclose(out, REF, rtol=1e-5, atol=1e-5)}")
 
+
+# CHECK-LABEL: TEST: test_default_opt_level_vectorizes
 # CHECK: opt_level=2: vector FMAs [{{.*}}vector<8xf32>{{.*}}]; matches NumPy: True
+@run
+def test_default_opt_level_vectorizes():
+    build_and_report(2)
+
+
+# CHECK-LABEL: TEST: test_opt_level_0_keeps_scalar_loops
 # CHECK: opt_level=0: vector FMAs []; matches NumPy: True
+@run
+def test_opt_level_0_keeps_scalar_loops():
+    build_and_report(0)

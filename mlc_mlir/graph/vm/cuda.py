@@ -1,0 +1,79 @@
+"""``mlc.graph.build(mod, target="cuda")`` and ``VirtualMachine(ex, mlc.cuda(0))``.
+
+The graph is optimized, legalized and fused exactly as for the CPU; then every tensor
+program is bound to the GPU by the default rules (:mod:`mlc_mlir.schedule.gpu_rules`:
+one kernel per block, spatial loops on ``blockIdx``/``threadIdx``, reductions serial per
+thread), the graph functions are lowered to calls and the whole module is built with
+:func:`mlc_mlir.compiler.cuda.build_cuda` (tensor programs inlined into the graph function:
+one host function that launches one kernel per block; intermediates in device memory).
+
+The virtual machine takes CUDA arrays (or ``torch.cuda`` tensors) and returns CUDA
+arrays; NumPy inputs are copied to the device first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...compiler.cuda import build_cuda
+from ...errors import ArgumentError
+from ...ir import Module
+from ...runtime import Device
+from ...runtime import cuda_device as cu
+
+__all__ = ["build_graph_cuda", "CudaGraphFunction"]
+
+def build_graph_cuda(mod: Module, target: str, *, opt_level: int = 2, op_map: dict | None = None,
+                     llvm_opt_level: int = 3, print_after_all: bool = False) -> Any:
+    """The cuda branch of :func:`mlc_mlir.graph.build` (same arguments).
+
+    Raises:
+        GraphError: environment functions (``call_dps_packed``: Python on the host) in the
+            graph, or no graph function.
+        ScheduleError: a tensor program the GPU rules cannot bind.
+    """
+    from .vm_build import Executable, _CallbackErrors
+
+    from ...compiler.pipeline import Compilation
+    from .pipeline import graph_stages
+
+    state = Compilation()
+    stages = graph_stages(state, opt_level=opt_level, op_map=op_map, gpu_target=str(target))
+    rt = build_cuda(mod, str(target), opt_level=llvm_opt_level, print_after_all=print_after_all,
+                    extra_stages=stages, state=state)
+    signatures, optimized = state.graph_signatures, state.optimized
+    return Executable(rt, signatures, [], _CallbackErrors(), mod, optimized)
+
+
+class CudaGraphFunction:
+    """A graph function on a CUDA device: ``f(*inputs) -> CudaNDArray(s)``."""
+
+    def __init__(self, ex: Any, sig: Any, device: Device):
+        self.signature = sig
+        self._compiled = ex.rt[sig.name]
+        self._device = device
+
+    def __call__(self, *args: Any) -> Any:
+        sig = self.signature
+        if len(args) != len(sig.inputs):
+            names = ", ".join(s.name for s in sig.inputs)
+            raise ArgumentError(f"@{sig.name} takes {len(sig.inputs)} input(s) ({names}), got {len(args)}")
+        arrays = []
+        for i, a in enumerate(args):
+            if cu.is_cuda_array(a):
+                arrays.append(a if isinstance(a, cu.CudaNDArray) else cu.from_dlpack(a))
+            else:
+                from ...runtime import as_numpy
+
+                arrays.append(cu.cuda_array(np.ascontiguousarray(as_numpy(a)), self._device))
+        symbols: dict[str, int] = {}
+        for spec, arr in zip(sig.inputs, arrays):
+            for want, got in zip(spec.shape, arr.shape):
+                if not isinstance(want, int):
+                    symbols.setdefault(want, got)
+        outs = [cu.cuda_empty(tuple(d if isinstance(d, int) else symbols.get(d, -1) for d in spec.shape),
+                              np.dtype(spec.dtype), self._device) for spec in sig.outputs]
+        self._compiled(*arrays, *outs)  # checks shapes and dtypes against the signature
+        return outs[0] if len(outs) == 1 else tuple(outs)

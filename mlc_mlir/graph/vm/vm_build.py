@@ -1,0 +1,186 @@
+"""``mlc.graph.build``: compile graph functions into an :class:`Executable` (course ``relax.build``).
+
+    ex = mlc.graph.build(mod, target="llvm")
+    vm = mlc.graph.VirtualMachine(ex, mlc.cpu())
+    out = vm["main"](x, w0, b0, w1, b1)          # an mlc NDArray; out.numpy()
+
+The build verifies the graph, optimizes it (``opt_level``, :mod:`..transform.optimize`: fusion
+into fewer tensor programs), legalizes the remaining graph ops, lowers each graph
+function to a destination-passing function of calls (:mod:`.lower`) and compiles the
+whole module to native code with ``mlc.build``'s pipeline; calls of tensor programs are
+inlined first, so a graph made of tensor programs is one compiled function.
+Environment functions (``call_dps_packed``) are external functions of that code,
+registered on the JIT as ctypes callbacks: each call hands the registered Python
+function zero-copy NumPy views of its arguments. An exception raised inside one is kept
+and re-raised as :class:`RuntimeError_` when the compiled call returns.
+The virtual machine that runs the result is :mod:`.virtual_machine`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+from mlir import ir
+
+from ...compiler import RuntimeModule, compile_module, host_target
+from ...compiler.pipeline import Compilation, build_stages
+from ...errors import GraphError, RuntimeError_
+from ...ir import Module
+from ...runtime import get_func
+from ...runtime.memref import descriptor_class, view
+from ..ir.analysis import func_name, graph_functions, value_shapes, walk_ops
+from .lower import EnvCall, GraphSignature
+
+__all__ = ["build", "Executable", "static_extent_checks"]
+
+
+class _CallbackErrors:
+    """Exceptions raised inside environment functions during one compiled call (per thread)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @property
+    def errors(self) -> list[tuple[str, BaseException]]:
+        if not hasattr(self._local, "errors"):
+            self._local.errors = []
+        return self._local.errors
+
+    def reraise(self) -> None:
+        if self.errors:
+            name, exc = self.errors[0]
+            self.errors.clear()
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: not an error of the call
+                raise exc
+            raise RuntimeError_(f"environment function {name!r} raised {type(exc).__name__}: {exc}") from exc
+
+
+def _make_callback(call: EnvCall, errors: _CallbackErrors) -> Any:
+    """A ctypes function ``void(desc*...)`` that calls the Python function registered as ``call.name``."""
+    dtypes = [np.dtype(d) for _, d in call.args]
+    ranks = [r for r, _ in call.args]
+    proto = ctypes.CFUNCTYPE(None, *[ctypes.POINTER(descriptor_class(r, dt)) for r, dt in zip(ranks, dtypes)])
+    name = call.name
+
+    def callback(*ptrs: Any) -> None:
+        if errors.errors:  # an earlier callback of this call failed: skip the rest
+            return
+        try:
+            arrays = [view(p, dt, r) for p, dt, r in zip(ptrs, dtypes, ranks)]
+            get_func(name)(*arrays)
+        except BaseException as exc:  # noqa: BLE001 - must not unwind through compiled code
+            errors.errors.append((name, exc))
+
+    return proto(callback)
+
+
+class Executable:
+    """A built graph module (course ``relax.Executable``): compiled code plus signatures."""
+
+    def __init__(self, rt: RuntimeModule, signatures: dict[str, GraphSignature], env_calls: list[EnvCall],
+                 errors: _CallbackErrors, source: Module, optimized: Module | None = None,
+                 extent_checks: dict[str, tuple[ExtentCheck, ...]] | None = None):
+        self.rt = rt
+        #: per graph function: symbols that a called tensor program fixes to a static size
+        self.extent_checks = dict(extent_checks or {})
+        #: the module after graph optimization and legalization (before lowering)
+        self.optimized = optimized
+        self.signatures = signatures
+        self.env_calls = env_calls
+        self._errors = errors
+        self.source = source
+
+    @property
+    def functions(self) -> list[str]:
+        """Names of the graph functions that can be called."""
+        return list(self.signatures)
+
+    def get_source(self, fmt: str = "llvm") -> str:
+        """The compiled code (``"mlir"``: lowered input, ``"llvm"``, ``"asm"``...; see ``mlc.build``)."""
+        return self.rt.get_source(fmt)
+
+    def __repr__(self) -> str:
+        return f"<mlc.graph.Executable functions={self.functions}>"
+
+
+def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict | None = None,
+          llvm_opt_level: int = 3, print_after_all: bool = False) -> Executable:
+    """Compile the graph functions of ``mod`` (and the tensor programs they call).
+
+    Args:
+        mod: graph functions (``mlc`` dialect) and tensor programs.
+        target: ``"llvm"`` (the host CPU).
+        opt_level: the *graph* optimisation level (:mod:`..transform.optimize`; ``mlc.build``'s
+            ``opt_level`` is the LLVM level, here ``llvm_opt_level``): 0 none (one kernel per graph
+            op), 1 ``FuseOps -> LegalizeOps -> FuseTIR``, 2 and 3 also the ewise_fma
+            rewrite first.
+        op_map: extra legalization rules, graph op name -> function (see ``LegalizeOps``).
+        llvm_opt_level: LLVM optimisation level 0-3.
+        print_after_all: print the IR after each stage.
+
+    Raises:
+        GraphError: the module has no graph function, fails :func:`verify_graph`, calls an
+            environment function that is not registered, or cannot be lowered.
+        BuildError: the compilation fails.
+    """
+    if not isinstance(mod, Module):
+        raise GraphError(f"graph.build expects an mlc.Module, got {type(mod).__name__}")
+    if str(target).split()[0] == "cuda":
+        from .cuda import build_graph_cuda
+
+        return build_graph_cuda(mod, target, opt_level=opt_level, op_map=op_map, llvm_opt_level=llvm_opt_level,
+                                print_after_all=print_after_all)
+    if str(target).split()[0] not in ("llvm", "cpu"):
+        raise GraphError(f"graph.build: unsupported target {target!r}; supported: 'llvm'")
+    state = Compilation()
+    state.target = host_target(target)  # BuildError for a target this machine cannot run
+    stages = build_stages(state, graph=True, opt_level=opt_level, op_map=op_map, target=target)
+    errors = _CallbackErrors()
+
+    def callbacks() -> dict[str, Any]:  # environment functions are known once lowered
+        return {c.symbol: _make_callback(c, errors) for c in state.env_calls}
+
+    rt = compile_module(mod, opt_level=llvm_opt_level, print_after_all=print_after_all, target=target,
+                        stages=stages, state=state, callbacks=callbacks, after_call=errors.reraise)
+    return Executable(rt, state.graph_signatures, state.env_calls, errors, mod, state.optimized,
+                      state.extent_checks)
+
+
+ExtentCheck = tuple[str, int, str]  # (symbol, static size, "@callee argument k dimension d")
+
+
+def static_extent_checks(module: Any) -> dict[str, tuple[ExtentCheck, ...]]:
+    """Per graph function: each symbol passed where a called tensor program has a static size.
+
+    ``call_tir`` of ``@kern(tensor<2x3xf32>, ...)`` with ``x: (n, 3)`` is well-typed (a
+    dynamic dimension meets a static one) but only correct for ``n == 2``: the executor
+    checks that before running the compiled code. Call inside the shared context.
+    """
+    funcs = {func_name(op.operation): op.operation for op in module.body.operations
+             if op.operation.name == "func.func"}
+    out: dict[str, tuple[ExtentCheck, ...]] = {}
+    for fop in graph_functions(module):
+        shapes = value_shapes(fop)
+        inputs = {d for arg in fop.regions[0].blocks[0].arguments if arg in shapes
+                  for d in shapes[arg][0] if isinstance(d, str)}
+        checks: dict[tuple[str, int], ExtentCheck] = {}
+        for op in walk_ops(fop):
+            if op.name != "mlc.call_tir" or "callee" not in op.attributes:
+                continue
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            if callee not in funcs:
+                continue
+            params = ir.FunctionType(ir.TypeAttr(funcs[callee].attributes["function_type"]).value).inputs
+            for k, (v, p) in enumerate(zip([*op.operands, op.results[0]], params)):
+                if v not in shapes or not isinstance(p, (ir.RankedTensorType, ir.MemRefType)):
+                    continue
+                pt = ir.ShapedType(p)
+                for d, dim in enumerate(shapes[v][0][:pt.rank]):
+                    if isinstance(dim, str) and dim in inputs and not pt.is_dynamic_dim(d):
+                        size = pt.get_dim_size(d)
+                        checks.setdefault((dim, size), (dim, size, f"@{callee} argument {k} dimension {d}"))
+        out[func_name(fop)] = tuple(checks.values())
+    return out
