@@ -36,7 +36,8 @@ def render_script(name: str, target: Target | str | None = None, n: int | None =
 
     ``mm_relu128.mlir`` (``n`` = 128 rows by default): rows [0, SPLIT) in MR x NR tiles,
     the rest in MR2 x NR tiles (SPLIT the largest multiple of MR leaving a multiple of 4
-    rows); ``mm_relu128_parallel.mlir``: the same in each of ``num_cores`` blocks of rows.
+    rows); ``mm_relu128_parallel.mlir``: rows [0, SPLIT) (a multiple of MR x cores) in an
+    scf.forall with one block of rows per core, the rest after it.
     ``matmul1024.mlir`` (``n`` = 1024): see :func:`matmul_blocking`.
     """
     text = (SCHEDULES / name).read_text()
@@ -50,14 +51,20 @@ def render_script(name: str, target: Target | str | None = None, n: int | None =
 
 
 def _mm_relu_tiles(text: str, target: Target | str | None, n: int) -> dict[str, int]:
-    mr, nr = register_tile(target)
-    if "@ROWS@" in text:  # one block of rows per core; the split is inside a block
-        n = n // max(d for d in range(1, Target.of(target).num_cores + 1) if n % d == 0)
+    tgt = Target.of(target)
+    mr, nr = register_tile(tgt)
+    if "@ROWS@" in text:  # rows [0, SPLIT) in a forall, one block per core; the rest after it
+        cores = tgt.num_cores
+        split = max(s for s in range(0, n + 1, mr * cores) if (n - s) % 4 == 0)
+        mr2 = 4 if split < n else mr
+        if split == n:  # keep the script's shape: the last MR rows after the forall
+            split, mr2 = n - mr * cores, mr
+        return {"MR": mr, "NR": nr, "SPLIT": split, "MR2": mr2, "ROWS": split // cores}
     split = max(s for s in range(0, n + 1, mr) if (n - s) % 4 == 0)
     mr2 = 4 if split < n else mr
     if split == n:  # every row in MR x NR tiles: split off nothing but keep the script's shape
         split, mr2 = n - mr, mr
-    return {"MR": mr, "NR": nr, "SPLIT": split, "MR2": mr2, "ROWS": n}
+    return {"MR": mr, "NR": nr, "SPLIT": split, "MR2": mr2}
 
 
 def matmul_blocking(target: Target | str | None = None, n: int = 1024, *, nc: int = 128,
