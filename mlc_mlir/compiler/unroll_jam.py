@@ -25,7 +25,7 @@ tiling that the course leaves to the compiler, applied only where it is provably
   in registers and forms FMAs) when the build's ``fastmath`` allows contraction.
 
 IR before (the ch.2 schedule of mm_relu 128 after bufferization; twin lit test
-``tests/lit/build/unroll_jam.py``, ``mlc-opt --mlc-unroll-jam``)::
+``tests/lit/compiler/unroll_jam.py``, ``mlc-opt --mlc-unroll-jam``)::
 
     scf.for %i = %c0 to %c128 step %c1 {
       scf.for %j0 = %c0 to %c128 step %c32 {

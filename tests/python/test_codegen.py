@@ -1,6 +1,6 @@
 """Codegen without a hand schedule: fast-math, noalias, default rules; results against NumPy.
 
-(The IR shape is checked with FileCheck in tests/lit/build/codegen_flags.py,
+(The IR shape is checked with FileCheck in tests/lit/compiler/codegen_flags.py,
 tests/lit/schedule/rules.py and tests/lit/graph/default_schedule.py; no timing here.)
 """
 
