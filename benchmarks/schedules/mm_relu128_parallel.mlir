@@ -1,5 +1,8 @@
 // mm_relu 128x128x128 f32 (Y = A @ B, C = max(Y, 0), fused), on threads: a hand-written transform script.
-// Like mm_relu128.mlir, inside an scf.forall over blocks of @ROWS@ rows (one per thread).
+// Like mm_relu128.mlir on threads: rows [0, @SPLIT@) in @MR@x@NR@ tiles inside an scf.forall
+// over blocks of @ROWS@ rows (one per thread), the other rows in @MR2@x@NR@ tiles after it on
+// the calling thread (one fork/join per call; split inside the forall instead, bufferization
+// copied each block through a private buffer: 3 strided copies per call).
 // A template: @MR@ x @NR@ is the register tile of the target (benchmarks/matmul_schedules.py
 // renders it from mlc_mlir.target.Target.register_tile: AVX2 f32 6x16 = 12 ymm accumulators
 // + 2 B loads + 1 broadcast); the rows are split at @SPLIT@ so that every tile is full (partial
@@ -11,35 +14,32 @@
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {
     %relu_all = transform.structured.match attributes {mlc.block = "C"} in %root : (!transform.any_op) -> !transform.any_op
-    %mm_all = transform.structured.match attributes {mlc.block = "Y"} in %root : (!transform.any_op) -> !transform.any_op
-    %fill_all = transform.structured.match attributes {mlc.block_init = "Y"} in %root : (!transform.any_op) -> !transform.any_op
-    // one block of @ROWS@ rows per thread (scf.forall -> OpenMP), the matmul and its init fused in
-    %relu, %forall = transform.structured.tile_using_forall %relu_all tile_sizes [@ROWS@, 0]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %mm_t, %forall1 = transform.structured.fuse_into_containing_op %mm_all into %forall
-        : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %fill_t, %forall2 = transform.structured.fuse_into_containing_op %fill_all into %forall1
-        : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %parts = transform.structured.split %relu after @SPLIT@ {dimension = 0} : !transform.any_op
+    // rows [0, @SPLIT@) in one block per thread (scf.forall -> OpenMP), the other rows after it
+    %parts = transform.structured.split %relu_all after @SPLIT@ {dimension = 0} : !transform.any_op
     %p0, %p1 = transform.split_handle %parts : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %r0, %la, %lb = transform.structured.tile_using_for %p0 tile_sizes [@MR@, @NR@]
+    %relu0, %fa = transform.structured.tile_using_forall %p0 tile_sizes [@ROWS@, 0]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    // register tiles in each block
+    %r0, %la, %lb = transform.structured.tile_using_for %relu0 tile_sizes [@MR@, @NR@]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     %r1, %lc, %ld = transform.structured.tile_using_for %p1 tile_sizes [@MR2@, @NR@]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    // slices of slices of Y composed: the matmul becomes the direct producer of each tile
     %fn = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %fn {
       transform.apply_patterns.tensor.merge_consecutive_insert_extract_slice
       transform.apply_patterns.canonicalization
     } : !transform.any_op
-    %mmA = transform.structured.match ops{["linalg.matmul"]} in %root : (!transform.any_op) -> !transform.any_op
-    %fillA = transform.structured.match ops{["linalg.fill"]} in %root : (!transform.any_op) -> !transform.any_op
+    // the matmul and its init fused into each tile of C (a copy into the first loop nest)
+    %mmA = transform.structured.match attributes {mlc.block = "Y"} in %root : (!transform.any_op) -> !transform.any_op
+    %fillA = transform.structured.match attributes {mlc.block_init = "Y"} in %root : (!transform.any_op) -> !transform.any_op
     %m0, %lb2 = transform.structured.fuse_into_containing_op %mmA into %lb
         : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
     %f0, %lb3 = transform.structured.fuse_into_containing_op %fillA into %lb2
         : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %mmsB = transform.structured.match ops{["linalg.matmul"]} in %root : (!transform.any_op) -> !transform.any_op
+    %mmsB = transform.structured.match attributes {mlc.block = "Y"} in %root : (!transform.any_op) -> !transform.any_op
     %mmB, %mmB2 = transform.split_handle %mmsB : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %fillsB = transform.structured.match ops{["linalg.fill"]} in %root : (!transform.any_op) -> !transform.any_op
+    %fillsB = transform.structured.match attributes {mlc.block_init = "Y"} in %root : (!transform.any_op) -> !transform.any_op
     %fillB, %fillB2 = transform.split_handle %fillsB : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %m1, %ld2 = transform.structured.fuse_into_containing_op %mmB into %ld
         : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)

@@ -1,4 +1,5 @@
-"""The build's stages as ``mlc-opt`` passes (``--mlc-memref-abi``, ``--mlc-lower-to-llvm``)."""
+"""The build's stages as ``mlc-opt`` passes (``--mlc-memref-abi``, ``--mlc-lower-to-llvm``,
+``--mlc-unroll-jam``, ``--mlc-vector-opt``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from ..ir import Module
 from ..passes import register_pass
 from .abi import to_memref_abi
 from .pipeline import Compilation, codegen_stages, run_stages
+from .unroll_jam import unroll_and_jam
 from .vector_opt import optimize_vectors
 
-__all__ = ["memref_abi", "lower_to_llvm", "vector_opt"]
+__all__ = ["memref_abi", "lower_to_llvm", "vector_opt", "unroll_jam"]
 
 
 @register_pass("memref-abi", "rewrite public tensor programs to the memref calling convention")
@@ -34,4 +36,13 @@ def vector_opt(mod: Module) -> Module:
     """Run the ``vector-opt`` build stage (see compiler/vector_opt.py) on a bufferized module."""
     with mlc_context():
         optimize_vectors(mod.mlir_module)
+    return mod
+
+
+@register_pass("unroll-jam", "the build's unroll-jam stage on bufferized code (host target): a parallel loop "
+                             "around a reduction with a small accumulator unrolled and jammed, its ops vectorized")
+def unroll_jam(mod: Module) -> Module:
+    """Run the ``unroll-jam`` build stage (see compiler/unroll_jam.py) for the host target."""
+    with mlc_context():
+        unroll_and_jam(mod.mlir_module)
     return mod

@@ -1,7 +1,7 @@
 """The pipeline: one :class:`Stage` type, one runner, one list of named stages.
 
 :func:`build_stages` is the whole path from graph functions to the LLVM dialect, read top
-to bottom: the graph stages of ``mlc.graph.build`` (:mod:`mlc_mlir.graph.pipeline`), then
+to bottom: the graph stages of ``mlc.graph.build`` (:mod:`mlc_mlir.graph.vm.pipeline`), then
 :func:`codegen_stages` (inline, the memref ABI rewrite, :func:`cpu_stages`, the fast
 entries), which is all that ``mlc.build`` runs on tensor programs and what
 ``mlc-opt --mlc-lower-to-llvm`` runs. Each stage is an upstream pass pipeline (text) or a
@@ -36,6 +36,7 @@ from .abi import FuncSignature
 from .alloc_check import check_allocations
 from .codegen_flags import check_fastmath, set_fastmath, set_noalias, set_target_attrs
 from .guards import reject_unsupported
+from .unroll_jam import unroll_and_jam
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "Compilation", "cpu_stages", "codegen_stages", "build_stages", "run_stage",
@@ -99,6 +100,8 @@ def cpu_stages(*, parallel: bool, signatures: Mapping[str, FuncSignature] | None
         Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
         Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         Stage("simplify", "canonicalize,cse"),
+        # small accumulators of reduction loops: a parallel loop around unrolled and jammed (unroll_jam.py)
+        Stage("unroll-jam", functools.partial(unroll_and_jam, target=target, fastmath=check_fastmath(fastmath))),
         # accumulators hoisted into registers, contractions -> broadcast + FMA (vector_opt.py)
         Stage("vector-opt", optimize_vectors),
         Stage("threads", _threads_text(parallel)),
@@ -234,12 +237,12 @@ def build_stages(state: Compilation, *, graph: bool = False, opt_level: int = 2,
                  op_map: dict | None = None, target: Any = "llvm") -> list[Stage]:
     """The whole path to the LLVM dialect as one list: graph stages (when ``graph``) + codegen.
 
-    The graph part (``mlc.graph.build``) is :func:`mlc_mlir.graph.pipeline.graph_stages`
+    The graph part (``mlc.graph.build``) is :func:`mlc_mlir.graph.vm.pipeline.graph_stages`
     (verify, optimize at graph ``opt_level``, legalize, lower the graph functions).
     """
     stages: list[Stage] = []
     if graph:
-        from ..graph.pipeline import graph_stages
+        from ..graph.vm.pipeline import graph_stages
 
         stages += graph_stages(state, opt_level=opt_level, op_map=op_map, target=target)
     return stages + codegen_stages(state)

@@ -25,7 +25,7 @@ first. Hand-written schedules that already did all of this (``benchmarks/schedul
 go through the stage unchanged but for loop-invariant code motion.
 
 IR before (one row of a bufferized 8x32 register tile; ``mlc-opt --mlc-vector-opt``, twin
-test ``tests/lit/build/vector_opt.mlir``)::
+test ``tests/lit/compiler/vector_opt.mlir``)::
 
     scf.for %k = %c0 to %c64 step %c1 {
       %a = vector.transfer_read %A[%c0, %k], %pad : memref<8x64xf32>, vector<1x1xf32>

@@ -59,3 +59,23 @@ def test_matmul1024_script_parallel(rng, threads):
     rt["main"](a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-3)
     assert "__kmpc_fork_call" in rt.get_source("llvm")  # the forall runs on OpenMP threads
+
+
+@pytest.mark.parametrize("target, tile, split, rest_tile", [
+    ("llvm -mcpu=haswell -num-cores=2", (6, 16), 1020, 4),          # AVX2: 12 ymm accumulators
+    ("llvm -mcpu=skylake-avx512 -num-cores=2", (14, 32), 1008, 8),  # AVX-512: 28 zmm accumulators
+    ("llvm -mcpu=haswell -num-cores=1", (6, 16), 1020, 4),
+])
+def test_matmul1024_script_takes_the_target_register_tile(target, tile, split, rest_tile):
+    """Full MR x NR tiles from Target.register_tile on rows [0, split), one block of rows per
+    core, the remaining rows in smaller full tiles; B packed (nofold pad + hoist_pad)."""
+    from mlc_mlir.target import Target
+
+    text = render_script("matmul1024.mlir", target)
+    cores = Target(target).num_cores
+    assert f"tile_sizes [{tile[0]}, {tile[1]}, 0]" in text
+    assert f"split %mm after {split} {{dimension = 0}}" in text
+    assert f"tile_using_forall %main tile_sizes [{split // cores}, 0]" in text
+    assert f"tile_sizes [{rest_tile}, {tile[1]}, 0]" in text
+    assert split % (tile[0] * cores) == 0 and (1024 - split) % rest_tile == 0
+    assert "hoist_pad %p_b" in text and "@" not in text.replace("@__transform_main", "")

@@ -1,6 +1,6 @@
 """Codegen without a hand schedule: fast-math, noalias, default rules; results against NumPy.
 
-(The IR shape is checked with FileCheck in tests/lit/build/codegen_flags.py,
+(The IR shape is checked with FileCheck in tests/lit/compiler/codegen_flags.py,
 tests/lit/schedule/rules.py and tests/lit/graph/default_schedule.py; no timing here.)
 """
 
@@ -190,3 +190,37 @@ def test_rules_leave_functions_marked_tuned_alone():
     sch = mlc.Schedule(mod)
     apply_rules(sch)
     assert "split" not in str(sch.trace) and str(sch.mod) == str(mod)
+
+
+def ch2_schedule(rows, n):
+    """The course's ch.2 schedule (split j by 32, reorder(j0, k, j1), reverse_compute_at C) on mm_relu."""
+    A = te.placeholder((rows, n), "float32", name="A")
+    B = te.placeholder((n, n), "float32", name="B")
+    r = te.reduce_axis((0, n), "r")
+    Y = te.compute((rows, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="Y")
+    C = te.compute((rows, n), lambda i, j: te.max(Y[i, j], 0), name="C")
+    sch = mlc.Schedule(te.create_prim_func([A, B, C], name="f"))
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    j0, j1 = sch.split(j, factors=[None, 32])
+    sch.reorder(j0, k, j1)
+    sch.reverse_compute_at(sch.get_block("C"), j0)
+    return sch.mod
+
+
+@pytest.mark.parametrize("rows, n", [(128, 128), (7, 64), (1, 32)])
+@pytest.mark.parametrize("fastmath", ["contract", "none"])
+def test_unroll_jam_of_the_ch2_schedule_matches_numpy(rng, capsys, rows, n, fastmath):
+    """The unroll-jam stage jams the rows of the ch.2 schedule (a remainder row when 2 does
+    not divide them; nothing for one row): same results as NumPy, FMAs only with contract."""
+    rt = mlc.build(ch2_schedule(rows, n), fastmath=fastmath, print_after_all=True)
+    captured = capsys.readouterr()
+    after = (captured.out + captured.err).split("IR Dump After unroll-jam")[1].split("IR Dump After")[0]
+    jammed = after.count("vector.contract")
+    assert jammed == (0 if rows == 1 or fastmath == "none" else 2), after
+    a = rng.standard_normal((rows, n)).astype("float32")
+    b = rng.standard_normal((n, n)).astype("float32")
+    out = np.full((rows, n), np.nan, "float32")
+    rt["f"](a, b, out)
+    np.testing.assert_allclose(out, np.maximum(a.astype("float64") @ b, 0), rtol=1e-4, atol=1e-4)
+    fmas = sum("vfmadd" in line for line in rt.get_source("asm").splitlines())
+    assert (fmas > 0) == (fastmath == "contract")
