@@ -3,9 +3,13 @@ LocalRunner, tinygrad's BEAM process pool).
 
 Each worker is a spawned process with a memory limit (``RLIMIT_AS``); it builds candidates
 in parallel with the other workers, then waits for the parent's go-ahead to run: one
-runner at a time per core set, pinned to it. While candidates run, the building workers
-are moved off the running cores, or paused (``SIGSTOP``, their build deadline stopped too)
-when no other core is free, so a build never shares a core with a measurement. A worker that dies (abort, segfault, out of
+runner at a time (per core set with ``serial_runs=False``), every thread of it pinned to
+its cores, with the OpenMP settings the kernels are timed with elsewhere
+(``OMP_NUM_THREADS``, ``KMP_BLOCKTIME``: spinning workers between back-to-back calls,
+whatever the tuning process's environment says). While candidates run, the building
+workers (all their threads) are moved off the running cores, or paused (``SIGSTOP``, their
+build deadline stopped too) when no other core is free, so a build never shares a core
+with a measurement. A worker that dies (abort, segfault, out of
 memory) or passes its build/run deadline is killed and replaced; its candidate becomes a
 failed result and the tuning run goes on.
 """
@@ -42,10 +46,27 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker_main(conn: Any, mem_limit: int | None, threads: int) -> None:
+def _pin(pid: int, cores: Any) -> None:
+    """Set the affinity of every thread of process ``pid`` (``sched_setaffinity(pid)`` alone
+    moves only its main thread, not the compiler's or OpenMP's threads)."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        tids = [pid]
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cores)
+        except OSError:  # a thread that just ended
+            pass
+
+
+def _worker_main(conn: Any, mem_limit: int | None, threads: int, blocktime_ms: int = 200) -> None:
     """Child process: build on request, run when allowed, report, forever."""
     _die_with_parent()
+    # before the OpenMP runtime starts (at the first parallel loop): the runner's settings
     os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ["KMP_BLOCKTIME"] = str(blocktime_ms)
+    omp = {"omp_threads": threads, "kmp_blocktime": blocktime_ms}
     if mem_limit:
         import resource
 
@@ -71,13 +92,15 @@ def _worker_main(conn: Any, mem_limit: int | None, threads: int) -> None:
         t0 = time.perf_counter()
         try:
             if cores and all_cores is not None:
-                os.sched_setaffinity(0, cores)
-            res.run_secs = run_candidate(inp, rt)
+                _pin(os.getpid(), cores)
+                res.extra["cores"] = list(cores)
+            res.extra.update(omp)
+            res.run_secs = run_candidate(inp, rt, res.extra)
         except Exception as exc:
             res.error = f"run: {type(exc).__name__}: {str(exc)[:500]}"
         finally:
             if all_cores is not None:
-                os.sched_setaffinity(0, all_cores)
+                _pin(os.getpid(), all_cores)
         del rt
         res.extra["run_wall"] = round(time.perf_counter() - t0, 4)
         conn.send(("done", res))
@@ -101,9 +124,9 @@ def _main_hidden() -> Iterator[None]:
 
 
 class _Worker:
-    def __init__(self, ctx: Any, mem_limit: int | None, threads: int):
+    def __init__(self, ctx: Any, mem_limit: int | None, threads: int, blocktime_ms: int):
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, mem_limit, threads), daemon=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, mem_limit, threads, blocktime_ms), daemon=True)
         with _main_hidden():
             self.proc.start()
         child.close()
@@ -127,7 +150,7 @@ class _Worker:
                 self.deadline = float("inf")
                 os.kill(self.proc.pid, signal.SIGSTOP)
             elif hasattr(os, "sched_setaffinity"):
-                os.sched_setaffinity(self.proc.pid, pin or all_cores)
+                _pin(self.proc.pid, pin or all_cores)
         except (ProcessLookupError, OSError):
             pass
         self.pin = pin
@@ -161,11 +184,18 @@ class LocalBackend:
         threads: ``OMP_NUM_THREADS`` of the workers (parallel loops).
         quiet_runs: keep builds off the cores of a running measurement (moved, or paused
             when no core is free); ``False`` lets them overlap (more throughput, more noise).
+        serial_runs: one measurement at a time on the machine (default), on the first free
+            core set; ``False`` runs one per core set at once (they share caches, memory
+            bandwidth and maybe a physical core, and leave no core to anything else).
+        blocktime_ms: ``KMP_BLOCKTIME`` of the runners: OpenMP workers spin this long
+            between calls, as in a benchmark's back-to-back calls (0: each call pays the
+            wake-up of the workers, 20-40 us).
     """
 
     def __init__(self, *, num_workers: int | None = None, core_sets: Sequence[tuple[int, ...]] | None = None,
                  build_timeout: float = 120.0, run_timeout: float = 60.0, mem_limit_gb: float | None = 8.0,
-                 threads: int | None = None, quiet_runs: bool = True):
+                 threads: int | None = None, quiet_runs: bool = True, serial_runs: bool = True,
+                 blocktime_ms: int = 200):
         ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         self.num_workers = int(num_workers or min(4, ncpu))
         if self.num_workers < 1:
@@ -174,7 +204,10 @@ class LocalBackend:
         self.build_timeout, self.run_timeout = float(build_timeout), float(run_timeout)
         self.mem_limit = int(mem_limit_gb * 2 ** 30) if mem_limit_gb else None
         self.threads = int(threads or max(len(c) for c in self.core_sets))
-        self.quiet_runs = bool(quiet_runs)
+        self.quiet_runs, self.serial_runs = bool(quiet_runs), bool(serial_runs)
+        if not isinstance(blocktime_ms, int) or isinstance(blocktime_ms, bool) or blocktime_ms < 0:
+            raise TuneError(f"LocalBackend: blocktime_ms must be an int >= 0, got {blocktime_ms!r}")
+        self.blocktime_ms = blocktime_ms
         self._all = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
         self._ctx = mp.get_context("spawn")
         self._workers: list[_Worker | None] = [None] * self.num_workers
@@ -184,7 +217,7 @@ class LocalBackend:
         if w is None or not w.proc.is_alive():
             if w is not None:
                 w.kill()
-            w = self._workers[i] = _Worker(self._ctx, self.mem_limit, self.threads)
+            w = self._workers[i] = _Worker(self._ctx, self.mem_limit, self.threads, self.blocktime_ms)
         return w
 
     def start(self) -> LocalBackend:
@@ -217,7 +250,8 @@ class LocalBackend:
                     w.deadline = time.monotonic() + self.build_timeout
                     w.conn.send(w.job)
             for w in self._workers:
-                if w is not None and w.state == "waiting" and free_cores:
+                busy = self.serial_runs and any(v is not None and v.state == "running" for v in self._workers)
+                if w is not None and w.state == "waiting" and free_cores and not busy:
                     w.cores, w.state = free_cores.pop(0), "running"
                     w.deadline = time.monotonic() + self.run_timeout
                     w.conn.send(w.cores)

@@ -4,7 +4,12 @@ These functions run in a child process (a local worker, or a Ray worker): they m
 hang or exhaust memory, and the parent only sees a failed result. ``build`` replays the
 candidate's trace on the task's module and JIT-compiles it; ``run`` checks the result
 against the unscheduled program's on the same random inputs (computed once per workload
-per worker, on the CPU), then times warm-up + repeats.
+per worker, on the CPU), then times it: a warm-up of ``warmup_ms`` (caches, OpenMP threads,
+clock), then ``repeat`` results, each the best of ``windows`` timed windows of at least
+``min_repeat_ms / windows`` (and ``number`` calls). A window that another process
+preempts only reads slower, so the best window of each repeat is the kernel's own time on
+a shared machine too; what the runner did is recorded in the result's ``extra``
+(:data:`TIMING_KEYS`).
 
 On a CUDA target the build compiles the kernels to PTX and, with the ``nvidia-cuda-nvcc``
 wheel's ``ptxas``, to a cubin (``extra["binary"]``: ``"bin"``, or ``"isa"`` without
@@ -23,10 +28,14 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MeasureInput", "MeasureResult", "build_candidate", "run_candidate", "measure_in_process", "build_info",
-           "NO_GPU"]
+           "NO_GPU", "TIMING_KEYS", "time_candidate"]
 
 #: start of the run error of a CUDA candidate measured where no GPU is present
 NO_GPU = "no CUDA GPU to measure on"
+
+#: what a CPU run records in ``MeasureResult.extra``: warm-up calls, calls per timed window,
+#: windows per repeat (each repeat is the best of its windows)
+TIMING_KEYS = ("warmup_calls", "calls_per_window", "windows_per_repeat")
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,8 @@ class MeasureInput:
     rtol: float = 1e-3
     build_fn: Callable[..., Any] | None = None
     index: int = 0
+    warmup_ms: float = 10.0
+    windows: int = 5
 
 
 @dataclass
@@ -127,8 +138,9 @@ def build_candidate(inp: MeasureInput) -> tuple[Any, float]:
     return rt, time.perf_counter() - t0
 
 
-def run_candidate(inp: MeasureInput, rt: Any) -> list[float]:
-    """Check the result against the unscheduled program, then time it (warm-up + repeats).
+def run_candidate(inp: MeasureInput, rt: Any, extra: dict[str, Any] | None = None) -> list[float]:
+    """Check the result against the unscheduled program, then time it (warm-up + repeats);
+    ``extra`` (a result's) receives what the timing did (:data:`TIMING_KEYS`).
 
     Raises:
         ValueError: the result differs from the unscheduled program's.
@@ -155,9 +167,32 @@ def run_candidate(inp: MeasureInput, rt: Any) -> list[float]:
             err = float(np.max(np.abs(got - want))) if got.shape == want.shape else math.nan
             raise ValueError(f"wrong result: output {k} differs from the unscheduled program's "
                              f"(max abs error {err:.3g}, scale {scale:.3g})")
-    prof = rt.time_evaluator(inp.func, number=inp.number, repeat=inp.repeat,
-                             min_repeat_ms=inp.min_repeat_ms)(*args)
-    return [float(s) for s in prof.results]
+    if _is_cuda(inp):
+        prof = rt.time_evaluator(inp.func, number=inp.number, repeat=inp.repeat,
+                                 min_repeat_ms=inp.min_repeat_ms)(*args)
+        return [float(s) for s in prof.results]
+    secs, info = time_candidate(rt, inp, args)
+    if extra is not None:
+        extra.update(info)
+    return secs
+
+
+def time_candidate(rt: Any, inp: MeasureInput, args: list[np.ndarray]) -> tuple[list[float], dict[str, Any]]:
+    """Seconds per call of ``inp.func`` on ``args``: ``inp.repeat`` values, each the best of
+    (at most) ``inp.windows`` windows that together run ``max(number, min_repeat_ms worth)``
+    calls, after a warm-up of ``inp.warmup_ms``; and what was done (:data:`TIMING_KEYS`)."""
+    # about 1 ms of calls: the time of one call, to size the warm-up and the windows
+    est = max(rt.time_evaluator(inp.func, number=1, repeat=1, min_repeat_ms=1.0)(*args).results[0], 1e-9)
+    warmup_calls = max(1, math.ceil(max(0.0, inp.warmup_ms) * 1e-3 / est))
+    rt.time_evaluator(inp.func, number=warmup_calls, repeat=1)(*args)  # caches, OpenMP threads, clock
+    # a repeat runs max(number, min_repeat_ms worth) calls, as before, cut into windows
+    total = max(int(inp.number), math.ceil(inp.min_repeat_ms * 1e-3 / est))
+    windows = max(1, min(int(inp.windows), total))
+    calls = math.ceil(total / windows)
+    timer = rt.time_evaluator(inp.func, number=calls, repeat=windows)
+    secs = [min(timer(*args).results) for _ in range(max(1, int(inp.repeat)))]
+    info = {"warmup_calls": warmup_calls, "calls_per_window": calls, "windows_per_repeat": windows}
+    return secs, info
 
 
 def measure_in_process(inp: MeasureInput) -> MeasureResult:
@@ -170,7 +205,7 @@ def measure_in_process(inp: MeasureInput) -> MeasureResult:
         res.error = f"build: {type(exc).__name__}: {str(exc)[:500]}"
         return res
     try:
-        res.run_secs = run_candidate(inp, rt)
+        res.run_secs = run_candidate(inp, rt, res.extra)
     except Exception as exc:
         res.error = f"run: {type(exc).__name__}: {str(exc)[:500]}"
     return res
