@@ -66,7 +66,6 @@ def _worker_main(conn: Any, mem_limit: int | None, threads: int, blocktime_ms: i
     # before the OpenMP runtime starts (at the first parallel loop): the runner's settings
     os.environ["OMP_NUM_THREADS"] = str(threads)
     os.environ["KMP_BLOCKTIME"] = str(blocktime_ms)
-    omp = {"omp_threads": threads, "kmp_blocktime": blocktime_ms}
     if mem_limit:
         import resource
 
@@ -90,11 +89,13 @@ def _worker_main(conn: Any, mem_limit: int | None, threads: int, blocktime_ms: i
         conn.send(("built", None))
         cores = conn.recv()
         t0 = time.perf_counter()
+        res.extra["run_at"] = time.monotonic()  # system-wide clock: runs of workers compare
         try:
             if cores and all_cores is not None:
                 _pin(os.getpid(), cores)
                 res.extra["cores"] = list(cores)
-            res.extra.update(omp)
+            res.extra.update(omp_threads=int(os.environ["OMP_NUM_THREADS"]),
+                             kmp_blocktime=int(os.environ["KMP_BLOCKTIME"]))
             res.run_secs = run_candidate(inp, rt, res.extra)
         except Exception as exc:
             res.error = f"run: {type(exc).__name__}: {str(exc)[:500]}"

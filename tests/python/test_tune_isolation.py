@@ -137,6 +137,10 @@ def test_builders_keep_off_the_cores_of_a_running_measurement():
 
     cores = sorted(os.sched_getaffinity(0))
     with mlc.tune.LocalBackend(num_workers=2, core_sets=[tuple(cores)]).start() as backend:
+        mod = matmul()  # a measured candidate each: the workers have their compiler's threads then
+        trace = Schedule(mod).trace.as_json()
+        jobs = [mlc.tune.MeasureInput("k", str(mod), "main", trace, "llvm", index=i, **FAST) for i in range(2)]
+        assert all(r.error is None for r in backend.measure(jobs))
         runner, builder = backend._workers
         runner.state, runner.cores = "running", tuple(cores)
         builder.state, builder.deadline = "building", float("inf")
@@ -151,10 +155,53 @@ def test_builders_keep_off_the_cores_of_a_running_measurement():
             runner.state, runner.cores = "running", (cores[0],)
             backend._quiet_builders()
             assert os.sched_getaffinity(builder.proc.pid) == set(cores[1:])
+            threads = os.listdir(f"/proc/{builder.proc.pid}/task")
+            assert len(threads) > 1
+            assert all(os.sched_getaffinity(int(t)) == set(cores[1:]) for t in threads)  # every thread moves
             runner.state, runner.cores = "idle", None
             backend._quiet_builders()
             assert os.sched_getaffinity(builder.proc.pid) == set(cores)
         builder.state = runner.state = "idle"
+
+
+def test_runner_records_its_warm_up_windows_and_openmp_settings(tmp_path, monkeypatch):
+    """The runner warms up, times each repeat as the best of several windows, and runs with
+    its own OpenMP settings (``KMP_BLOCKTIME`` 200 ms even when the tuning process has 0:
+    waking the workers would be timed with every call), recorded in each result."""
+    import os
+
+    monkeypatch.setenv("KMP_BLOCKTIME", "0")
+    cores = sorted(os.sched_getaffinity(0))
+    with mlc.tune.LocalBackend(num_workers=1, core_sets=[(cores[-1],)], threads=1) as backend:
+        db = mlc.tune.tune_tir(matmul(), TARGET, max_trials_global=2, num_trials_per_iter=2,
+                               space=mlc.tune.ScheduleFn(stochastic_schedule_mm), work_dir=tmp_path, seed=0,
+                               backend=backend, measure={**FAST, "number": 4}, progress=False)
+    records = mlc.tune.JSONDatabase(tmp_path).records()  # what the database file keeps
+    assert len(records) == 2 and all(r.ok for r in records)
+    for r in records:
+        assert r.extra["kmp_blocktime"] == 200 and r.extra["omp_threads"] == 1 and r.extra["cores"] == [cores[-1]]
+        assert r.extra["warmup_calls"] >= 1 and 1 <= r.extra["windows_per_repeat"] <= 5
+        assert r.extra["calls_per_window"] * r.extra["windows_per_repeat"] >= 4 and len(r.run_secs) == 2
+    with pytest.raises(mlc.TuneError, match="blocktime_ms must be an int >= 0, got -1"):
+        mlc.tune.LocalBackend(blocktime_ms=-1)
+
+
+def test_one_measurement_at_a_time_by_default(tmp_path):
+    """Two one-core sets: builds go on in parallel, but runs never overlap (a second run
+    would share the caches and leave no core to the builders); ``serial_runs=False``
+    allows one per core set."""
+    import os
+
+    cores = sorted(os.sched_getaffinity(0))
+    sets = [(c,) for c in cores[:2]]
+    with mlc.tune.LocalBackend(num_workers=2, core_sets=sets) as backend:
+        db = mlc.tune.tune_tir(matmul(), TARGET, max_trials_global=5, num_trials_per_iter=5,
+                               space=mlc.tune.ScheduleFn(stochastic_schedule_mm), work_dir=tmp_path, seed=0,
+                               backend=backend, measure=FAST, progress=False)
+    spans = sorted((r.extra["run_at"], r.extra["run_at"] + r.extra["run_wall"]) for r in db.records())
+    assert len(spans) == 5 and all(r.ok for r in db.records())
+    assert all(end <= nxt + 1e-3 for (_, end), (nxt, _) in zip(spans, spans[1:]))
+    assert not mlc.tune.LocalBackend(core_sets=sets, serial_runs=False).serial_runs
 
 
 def test_a_spaces_initial_and_mutate_run_in_the_sampler(monkeypatch):
