@@ -114,7 +114,9 @@ def tune_one(label: str, n: int, relu: bool, threads: int, trials: int, space, o
     timer = rt.time_evaluator("main", number=reps, repeat=3)
     ours, ref = float("inf"), float("inf")
     for _ in range(5):  # interleaved rounds: both sides see the same load (a shared machine)
+        time.sleep(0.3)  # NumPy's BLAS threads stop spinning first (and ours, KMP_BLOCKTIME, before NumPy's turn)
         ours = min(ours, timer(a, b, c).min)
+        time.sleep(0.3)
         ref = min(ref, numpy_time(a, b, relu, threads, reps))
     failed = sum(1 for r in db.records() if not r.ok)
     print(f"{label:<34} {threads} thr  trials {len(db):3d} (failed {failed:2d})  wall {wall:6.1f} s  "
