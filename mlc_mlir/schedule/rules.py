@@ -308,13 +308,21 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     loops = sch.get_loops(block)
     ei, ej, ek = ext[kind.i], ext[kind.j], ext[kd]
     par = bool(int(sm.choose([0, 1], int(tgt.num_cores > 1))))
-    blocks = _largest_divisor(ei, tgt.num_cores) if par else 1
-    (ip, ib), rows = sm.split(loops[kind.i], ei, ei // blocks, ei)
+    # candidates: 1 to 4 x cores row blocks, NC a multiple of the tile's columns up to 512, KC
+    # from 64 to 1024 (the tuner's space; the defaults are one row block per core, NC_BLOCK, KC_BLOCK)
+    nr = _largest_divisor(ej, nr_cap)
+    row_opts = sorted({ei // p for p in _divisors(ei, 4 * tgt.num_cores)})
+    rows_rv = sm.choose(row_opts, ei // (_largest_divisor(ei, tgt.num_cores) if par else 1))
+    ip, ib = sch.split(loops[kind.i], [None, rows_rv])
+    rows = int(rows_rv)
     (it, ir), mr = _register_rows(sm, sch, ib, rows, mr_cap)
-    nc_default = max(d for d in _divisors(ej, max(NC_BLOCK, 1)) if d % _largest_divisor(ej, nr_cap) == 0)
-    (j0, jb), nc = sm.split(loops[kind.j], ej, nc_default, ej)
-    (jt, jr), _ = sm.split(jb, nc, _largest_divisor(nc, nr_cap), nr_cap)
-    (k0, k1), _ = sm.split(loops[kd], ek, _largest_divisor(ek, KC_BLOCK), ek)
+    nc_opts = [d for d in _divisors(ej, 512) if d % nr == 0] or [ej]
+    nc = sm.choose(nc_opts, max(d for d in nc_opts if d <= max(NC_BLOCK, nc_opts[0])))
+    j0, jb = sch.split(loops[kind.j], [None, nc])
+    jt, jr = sch.split(jb, [None, nr])
+    kc_opts = [d for d in _divisors(ek, 1024) if d >= 64] or [ek]
+    kc = sm.choose(kc_opts, max(d for d in kc_opts if d <= max(KC_BLOCK, kc_opts[0])))
+    k0, k1 = sch.split(loops[kd], [None, kc])
     sch.reorder(ip, j0, k0, it, jt, k1, ir, jr)
     if rows % mr:
         sch.peel(it)

@@ -88,9 +88,9 @@ def test_block_sizes_are_decisions():
         apply_rules(sch, "llvm -mcpu=haswell -num-cores=2", decide=decide(random.Random(seed)))
         text = str(sch.trace)
         texts.add(text)
-        assert "sample_perfect_tile" in text and "sample_categorical" in text
+        assert text.count("sample_categorical") == 6
         again = Schedule(matmul()).replay(Trace.from_json(sch.trace.as_json()))
         assert str(again.mod) == str(sch.mod)
         run(sch.mod)
-    # parallel, rows per block, tile rows, NC, NR, KC, the copy: 7 sites per schedule
-    assert len(seen) == 14 and len(texts) == 2
+    # parallel, rows per block, tile rows, NC, KC, the copy: 6 sites per schedule
+    assert len(seen) == 12 and len(texts) == 2
