@@ -30,12 +30,12 @@ contraction read along k by every input (``x @ w.T``: B read transposed, k last 
     ``batch.., i0, j0, k0, i1, j1, lanes`` (lanes vectorized, ``i1``/``j1`` unrolled); the
     lanes summed (``Y``) and the epilogue applied at ``j0`` on the tile.
 large contraction (:data:`LARGE_MACS` multiply-adds, a reduction of 2 * :data:`K_BLOCK` or more)
-    cache blocks around the register tile (its rows a divisor of the block: measured faster
-    here than the peeled full tile): ``i0, k0, j0, i1, k1, i2, j1`` with up to
-    :data:`ROW_TILES` register tiles of rows per parallel block (at least one block per
-    core), k by up to 2 * :data:`K_BLOCK`, and the ``k1 x nr`` panel of B shared by a
-    block's register tiles copied into a local buffer at ``j0`` (``cache_read`` +
-    ``compute_at``, the copy vectorized).
+    the structure of a BLAS kernel: ``ip, j0, k0, it, jt, k1, ir, jr``: one block of rows
+    per core (parallel), columns by :data:`NC_BLOCK` and k by :data:`KC_BLOCK` (the
+    ``KC x NC`` panel of B copied once per block into a local buffer at ``k0``:
+    ``cache_read`` + ``compute_at``, hoisted out of both register-tile loops), the target's
+    full register tile with the rows' remainder peeled, rows outer and columns inner (A's
+    ``mr x KC`` micro-panel stays in L1).
 elementwise (only spatial dims)
     the last dim split by the largest divisor up to four vectors, vectorized; the
     outermost loop parallel above :data:`PARALLEL_MIN_ELEMENTS` elements.
@@ -80,10 +80,15 @@ PARALLEL_MIN_FLOPS = 1 << 21
 #: an elementwise block runs its outer loop in parallel from this many elements
 PARALLEL_MIN_ELEMENTS = 1 << 17
 #: contractions from this many multiply-adds (and a reduction of at least 2 * K_BLOCK) get
-#: cache blocks: ROW_TILES register tiles of rows per parallel block, k by K_BLOCK
+#: cache blocks (NC_BLOCK x KC_BLOCK panels of B, one block of rows per core)
 LARGE_MACS = 1 << 24
 K_BLOCK = 256
-ROW_TILES = 64
+#: the large-contraction rule's default cache blocks: NC columns by KC of k (the KC x NC
+#: panel of B copied to a local buffer; 512 x 64 f32 = 128 KiB, a quarter of a Zen 3 L2:
+#: matmul 1024 measured 1.09x NumPy's one-thread time against 1.12x for 128 columns, 1.24x
+#: for 256; KC 256: 1.11x)
+NC_BLOCK = 64
+KC_BLOCK = 512
 
 
 @dataclass(frozen=True)
@@ -286,36 +291,51 @@ def _register_rows(sm: _Sampler, sch: Schedule, loop: LoopRV, extent: int, cap: 
 
 def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction, tgt: Target,
                       sm: _Sampler) -> set[str]:
-    """Cache blocks for a large contraction (as benchmarks/matmul_schedules.blocked_schedule):
-    rows in parallel blocks of register tiles, k in blocks of at most K_BLOCK, and the
-    K_BLOCK x NR panel of B the block's register tiles share copied to a local buffer."""
+    """A large contraction in the structure of a BLAS kernel (as the hand script
+    benchmarks/schedules/matmul1024.mlir): ``ip, j0, k0, it, jt, k1, ir, jr``.
+
+    One block of rows per core (``ip``, parallel); the columns by NC and k by KC (the
+    KC x NC panel of B, copied once per (NC, KC) block into a local buffer at ``k0``:
+    ``cache_read`` + ``compute_at``, hoisted out of both register-tile loops); the
+    target's full ``mr x nr`` register tile, rows outer and columns inner so that A's
+    ``mr x KC`` micro-panel stays in L1 while the panel of B streams; the rows' partial
+    tile peeled (every tile of the main loop full). The rows per block, NC, KC, the tile
+    rows, parallel and the copy are decisions."""
     mr_cap, nr_cap = register_tile_for(info, tgt)
     ext = info.extents
     (kd,) = kind.reduce
     block = sch.get_block(info.name, fname)
     loops = sch.get_loops(block)
-    ei = ext[kind.i]
+    ei, ej, ek = ext[kind.i], ext[kind.j], ext[kd]
     par = bool(int(sm.choose([0, 1], int(tgt.num_cores > 1))))
-    # (measured on matmul 1024: a 4x16 tile that divides the rows beats the peeled 6x16 one
-    # in cache blocks, 256 rows by k 512 the others)
-    rows = _largest_divisor(ei, min(ROW_TILES * _largest_divisor(ei, mr_cap), max(1, ei // tgt.num_cores)))
-    (i0, i1), rows = sm.split(loops[kind.i], ei, rows, ei)
-    (i1, i2), mr = _register_rows(sm, sch, i1, rows, mr_cap, divide=True)
-    (j0, j1), _ = sm.split(loops[kind.j], ext[kind.j], _largest_divisor(ext[kind.j], nr_cap), nr_cap)
-    (k0, k1), _ = sm.split(loops[kd], ext[kd], _largest_divisor(ext[kd], 2 * K_BLOCK), ext[kd])
-    sch.reorder(i0, k0, j0, i1, k1, i2, j1)
+    # candidates: 1 to 4 x cores row blocks, NC a multiple of the tile's columns up to 512, KC
+    # from 64 to 1024 (the tuner's space; the defaults are one row block per core, NC_BLOCK, KC_BLOCK)
+    nr = _largest_divisor(ej, nr_cap)
+    row_opts = sorted({ei // p for p in _divisors(ei, 4 * tgt.num_cores)})
+    rows_rv = sm.choose(row_opts, ei // (_largest_divisor(ei, tgt.num_cores) if par else 1))
+    ip, ib = sch.split(loops[kind.i], [None, rows_rv])
+    rows = int(rows_rv)
+    (it, ir), mr = _register_rows(sm, sch, ib, rows, mr_cap)
+    nc_opts = [d for d in _divisors(ej, 512) if d % nr == 0] or [ej]
+    nc = sm.choose(nc_opts, max(d for d in nc_opts if d <= max(NC_BLOCK, nc_opts[0])))
+    j0, jb = sch.split(loops[kind.j], [None, nc])
+    jt, jr = sch.split(jb, [None, nr])
+    kc_opts = [d for d in _divisors(ek, 1024) if d >= 64] or [ek]
+    kc = sm.choose(kc_opts, max(d for d in kc_opts if d <= max(KC_BLOCK, kc_opts[0])))
+    k0, k1 = sch.split(loops[kd], [None, kc])
+    sch.reorder(ip, j0, k0, it, jt, k1, ir, jr)
     if rows % mr:
-        sch.peel(i1)
-    sch.vectorize(j1)
+        sch.peel(it)
+    sch.vectorize(jr)
     if mr > 1:
-        sch.unroll(i2)
+        sch.unroll(ir)
     if int(sm.choose([0, 1], 1)):
         b_index = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
         local = sch.cache_read(block, b_index, "local")
-        sch.compute_at(local, j0)
+        sch.compute_at(local, k0)
         _try(sch.vectorize, sch.get_loops(local)[-1])
     if par:
-        _try(sch.parallel, i0)
+        _try(sch.parallel, ip)
     return {info.name}
 
 
