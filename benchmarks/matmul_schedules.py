@@ -17,6 +17,8 @@ from pathlib import Path
 
 import mlc_mlir as mlc
 from mlc_mlir.target import Target
+from mlc_mlir.testing.programs import matmul_text as programs_matmul_text
+from mlc_mlir.testing.programs import mm_relu_text
 
 __all__ = ["register_tile", "render_script", "matmul_blocking", "primitive_schedule", "blocked_schedule"]
 
@@ -136,24 +138,6 @@ def blocked_schedule(mod: mlc.Module, *, block: str = "Y", row_tiles: int = 32, 
 
 
 def matmul_text(n: int, relu: bool) -> str:
-    """``main(A, B, C)``: C = A @ B (block ``Y``), or C = max(A @ B, 0) (blocks ``Y``, ``C``)."""
-    t = f"tensor<{n}x{n}xf32>"
-    relu_op = f"""
-  %c = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
-                       iterator_types = ["parallel", "parallel"]}}
-       ins(%y : {t}) outs(%C : {t}) attrs = {{mlc.block = "C"}} {{
-  ^bb0(%v: f32, %o: f32):
-    %r = arith.maximumf %v, %zero : f32
-    linalg.yield %r : f32
-  }} -> {t}
-  return %c : {t}"""
-    dest = "%e" if relu else "%C"
-    empty = f"%e = tensor.empty() : {t}" if relu else ""
-    return f"""
-func.func @main(%A: {t}, %B: {t}, %C: {t}) -> {t} attributes {{mlc.prim_func}} {{
-  %zero = arith.constant 0.0 : f32
-  {empty}
-  %y0 = linalg.fill {{mlc.block_init = "Y"}} ins(%zero : f32) outs({dest} : {t}) -> {t}
-  %y = linalg.matmul {{mlc.block = "Y"}} ins(%A, %B : {t}, {t}) outs(%y0 : {t}) -> {t}
-  {relu_op if relu else f"return %y : {t}"}
-}}"""
+    """``main(A, B, C)``: C = A @ B (block ``Y``), or C = max(A @ B, 0) (blocks ``Y``, ``C``):
+    the programs of :mod:`mlc_mlir.testing.programs` (the tests' own definitions)."""
+    return mm_relu_text(n, name="main") if relu else programs_matmul_text(n, block="Y")

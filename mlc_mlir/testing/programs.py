@@ -34,14 +34,14 @@ func.func @{name}(%A: {t} {{mlc.name = "A"}}, %B: {t} {{mlc.name = "B"}}, %C: {t
 """
 
 
-def matmul_text(n: int = N, name: str = "main") -> str:
-    """Course ch.4 ``MyModule``: block ``C`` = A @ B with its init."""
+def matmul_text(n: int = N, name: str = "main", block: str = "C") -> str:
+    """Course ch.4 ``MyModule``: block ``C`` (or ``block``) = A @ B with its init."""
     t = f"tensor<{n}x{n}xf32>"
     return f"""
 func.func @{name}(%A: {t}, %B: {t}, %C: {t}) -> {t} attributes {{mlc.prim_func}} {{
   %zero = arith.constant 0.0 : f32
-  %c0 = linalg.fill {{mlc.block_init = "C"}} ins(%zero : f32) outs(%C : {t}) -> {t}
-  %c = linalg.matmul {{mlc.block = "C"}} ins(%A, %B : {t}, {t}) outs(%c0 : {t}) -> {t}
+  %c0 = linalg.fill {{mlc.block_init = "{block}"}} ins(%zero : f32) outs(%C : {t}) -> {t}
+  %c = linalg.matmul {{mlc.block = "{block}"}} ins(%A, %B : {t}, {t}) outs(%c0 : {t}) -> {t}
   return %c : {t}
 }}
 """
