@@ -56,7 +56,7 @@ KNOWN_CPUS: dict[str, tuple[str, ...]] = {
 #: /proc/cpuinfo flag -> LLVM feature name (where they differ)
 _CPUINFO = {"sse4_1": "sse4.1", "sse4_2": "sse4.2", "pni": "sse3", "asimd": "neon"}
 _KINDS = ("llvm", "cpu", "cuda")
-_OPTION = re.compile(r"^-([a-z][a-z0-9-]*)=(\S+)$")
+_OPTION = re.compile(r"^--?([a-z][a-z0-9-]*)=(\S+)$")  # -name=value (TVM), --name=value (the course)
 
 
 @functools.lru_cache(maxsize=1)
