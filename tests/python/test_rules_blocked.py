@@ -1,6 +1,7 @@
 """The default rules' large-contraction schedule (``rules._schedule_blocked``): the structure of
-a BLAS kernel (one block of rows per core, the full 6 x 16 register tile with the rows'
-remainder peeled, the KC x NC panel of B copied once per cache block) equals NumPy, keeps
+a BLAS kernel (the NC column blocks shared by the cores, or one block of rows per core when
+they do not share out evenly; the full 6 x 16 register tile with the rows' remainder peeled,
+the KC x NC panel of B copied once per cache block) equals NumPy, keeps
 its accumulators in registers, and every block size is a decision the tuner can change
 (no timing here: benchmarks/bench_matmul.py)."""
 
@@ -20,22 +21,22 @@ from test_schedule_perf_shape import ir_after_stage
 M, K, N = 256, 512, 384   # 50M multiply-adds, k = 512: the large path
 
 
-def matmul(relu=False):
+def matmul(relu=False, n=N):
     A = te.placeholder((M, K), "float32", name="A")
-    B = te.placeholder((K, N), "float32", name="B")
+    B = te.placeholder((K, n), "float32", name="B")
     r = te.reduce_axis((0, K), "r")
-    Y = te.compute((M, N), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="Y")
+    Y = te.compute((M, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="Y")
     if not relu:
         return te.create_prim_func([A, B, Y], name="mm")
-    C = te.compute((M, N), lambda i, j: te.max(Y[i, j], 0), name="C")
+    C = te.compute((M, n), lambda i, j: te.max(Y[i, j], 0), name="C")
     return te.create_prim_func([A, B, C], name="mm")
 
 
-def run(mod, relu=False):
+def run(mod, relu=False, n=N):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K), dtype=np.float32)
-    b = rng.standard_normal((K, N), dtype=np.float32)
-    c = np.full((M, N), np.nan, np.float32)
+    b = rng.standard_normal((K, n), dtype=np.float32)
+    c = np.full((M, n), np.nan, np.float32)
     mlc.build(mod)["mm"](a, b, c)
     ref = a @ b
     np.testing.assert_allclose(c, np.maximum(ref, 0) if relu else ref, rtol=1e-4, atol=1e-3)
@@ -46,28 +47,41 @@ def test_large_matmul_under_rules_equals_numpy(cores, relu):
     sch = Schedule(matmul(relu))
     apply_rules(sch, f"llvm -mcpu=haswell -num-cores={cores}")
     text = str(sch.trace)
-    # rows per core by the full 6-row tile (256 / cores rows: a remainder of 4 or 2, peeled)
-    assert f"factors=[None, {M // cores}]" in text and "factors=[None, 6]" in text
+    # all 256 rows in one block by the full 6-row tile (a remainder of 4, peeled); the 6
+    # column blocks of 64 shared by the cores: j0 outermost, parallel
+    assert f"factors=[None, {M}]" in text and "factors=[None, 6]" in text
     assert "sch.peel(" in text and 'storage_scope="local"' in text
-    assert ("sch.parallel(" in text) == (cores > 1)
+    assert "sch.reorder(l8, l4, l12" in text
+    assert ("sch.parallel(loop=l8)" in text) == (cores > 1)
     run(sch.mod, relu)
+
+
+def test_large_matmul_rows_per_core_when_columns_do_not_share_out():
+    # 320 columns = 5 blocks of 64: not even over 2 cores, so one block of 128 rows per core
+    # (a remainder of 2 each, peeled), the row blocks outermost and parallel
+    sch = Schedule(matmul(n=320))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
+    text = str(sch.trace)
+    assert f"factors=[None, {M // 2}]" in text and "sch.peel(" in text
+    assert "sch.reorder(l4, l8, l12" in text and "sch.parallel(loop=l4)" in text
+    run(sch.mod, n=320)
 
 
 def test_large_matmul_keeps_the_tile_in_registers(capsys):
     sch = Schedule(matmul())
     apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
     after, _ = ir_after_stage(sch.mod, "vector-opt", capsys)
-    # the main loop over full 6-row tiles: per k step one row of the packed panel, 6 FMAs on
-    # the 6 accumulator rows carried by the k loop (registers), stored once per k block;
-    # then the 2-row remainder
+    # the main loop over full 6-row tiles (all 256 rows: the cores share the column blocks):
+    # per k step one row of the packed panel, 6 FMAs on the 6 accumulator rows carried by the
+    # k loop (registers), stored once per k block; then the 4-row remainder
     filecheck(after, """
     CHECK: memref.alloc() {{.*}} : memref<512x64xf32>
-    CHECK: scf.for %{{.*}} = %c0 to %c126 step %c6
+    CHECK: scf.for %{{.*}} = %c0 to %c252 step %c6
     CHECK: scf.for {{.*}} iter_args({{.*}}) -> ([[V:vector<(1x)?16xf32>]], [[V]], [[V]], [[V]], [[V]], [[V]])
     CHECK-COUNT-6: vector.fma {{.*}} : vector<16xf32>
     CHECK: scf.yield
-    CHECK: scf.for {{.*}} iter_args({{.*}}) -> ([[V]], [[V]])
-    CHECK-COUNT-2: vector.fma {{.*}} : vector<16xf32>
+    CHECK: scf.for {{.*}} iter_args({{.*}}) -> ([[V]], [[V]], [[V]], [[V]])
+    CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
     """)
 
 
@@ -88,9 +102,9 @@ def test_block_sizes_are_decisions():
         apply_rules(sch, "llvm -mcpu=haswell -num-cores=2", decide=decide(random.Random(seed)))
         text = str(sch.trace)
         texts.add(text)
-        assert text.count("sample_categorical") == 6
+        assert text.count("sample_categorical") == 7
         again = Schedule(matmul()).replay(Trace.from_json(sch.trace.as_json()))
         assert str(again.mod) == str(sch.mod)
         run(sch.mod)
-    # parallel, rows per block, tile rows, NC, KC, the copy: 6 sites per schedule
-    assert len(seen) == 12 and len(texts) == 2
+    # parallel, NC, cores on columns or rows, rows per block, tile rows, KC, the copy: 7 sites
+    assert len(seen) == 14 and len(texts) == 2
