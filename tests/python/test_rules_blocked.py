@@ -102,9 +102,38 @@ def test_block_sizes_are_decisions():
         apply_rules(sch, "llvm -mcpu=haswell -num-cores=2", decide=decide(random.Random(seed)))
         text = str(sch.trace)
         texts.add(text)
-        assert text.count("sample_categorical") == 7
+        assert text.count("sample_categorical") == 8
         again = Schedule(matmul()).replay(Trace.from_json(sch.trace.as_json()))
         assert str(again.mod) == str(sch.mod)
         run(sch.mod)
-    # parallel, NC, cores on columns or rows, rows per block, tile rows, KC, the copy: 7 sites
-    assert len(seen) == 14 and len(texts) == 2
+    # parallel, NC, cores on columns or rows, rows per block, tile rows, KC, k unroll, the copy: 8 sites
+    assert len(seen) == 16 and len(texts) == 2
+
+
+def matmul_mnk(m, n, k):
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), "r")
+    Y = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="Y")
+    return te.create_prim_func([A, B, Y], name="mm")
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 1000, 1000), (1030, 520, 600), (768, 1024, 2048)])
+def test_large_matmul_odd_shapes_equal_numpy(shape):
+    # the shapes the large path sees: remainders of rows (1000 = 166 x 6 + 4, 1030 = 171 x 6
+    # + 4), columns not a multiple of 16 (1000: 10-column tiles; 520: 13), k not a power of
+    # two (600: KC 300, k unrolled by 6), a long k (2048: 4 blocks); the default decisions
+    # (the cores on column blocks or on rows) and one random draw of every decision
+    m, n, k = shape
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    ref = a @ b
+    pick = random.Random(sum(shape))
+    for decide in (None, lambda site, count, default: pick.randrange(count)):
+        sch = Schedule(matmul_mnk(m, n, k))
+        apply_rules(sch, "llvm -mcpu=haswell -num-cores=2", decide=decide)
+        assert "sch.cache_read(" in str(sch.trace) or decide is not None
+        c = np.full((m, n), np.nan, np.float32)
+        mlc.build(sch.mod)["mm"](a, b, c)
+        np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3, err_msg=f"{shape}\n{sch.trace}")
