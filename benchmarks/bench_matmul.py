@@ -23,7 +23,10 @@ import time
 # Our OpenMP workers spin between back-to-back calls (Intel OpenMP's default 200 ms, as in a
 # model calling kernels one after another; OpenBLAS's threads spin too); after timing ours the
 # benchmark sleeps past that, so that NumPy is timed with our workers asleep (bench_common
-# would set 0: then every call pays the wake-up of the workers, 20-40 us on this VM).
+# would set 0: then every call pays the wake-up of the workers, 20-40 us on this VM); and
+# after timing NumPy (or PyTorch) on several threads it sleeps as long, so that their
+# spinning BLAS threads do not hold a core while ours are timed (that made our two-thread
+# matmul 1024 read as one-thread time in some rounds).
 os.environ.setdefault("KMP_BLOCKTIME", "200")
 WORKERS_ASLEEP_S = 0.25
 
@@ -67,10 +70,15 @@ def rules(mod: mlc.Module) -> mlc.Module:
 
 def references(a, b, relu: bool, threads: int, number: int) -> dict:
     """NumPy (and PyTorch) timers for the same math on ``threads`` threads."""
+    def settled(seconds: float) -> float:
+        if threads > 1:
+            time.sleep(WORKERS_ASLEEP_S)
+        return seconds
+
     def np_timer():
         f = (lambda: np.maximum(a @ b, 0)) if relu else (lambda: a @ b)
         with threadpool_limits(limits=threads):
-            return best_of(f, number)
+            return settled(best_of(f, number))
 
     torch = torch_or_none()
     torch_timer = None
@@ -80,7 +88,7 @@ def references(a, b, relu: bool, threads: int, number: int) -> dict:
         def torch_timer():
             torch.set_num_threads(threads)
             with torch.inference_mode():
-                return best_of((lambda: torch.relu(ta @ tb)) if relu else (lambda: ta @ tb), number)
+                return settled(best_of((lambda: torch.relu(ta @ tb)) if relu else (lambda: ta @ tb), number))
     return {"NumPy": np_timer, "PyTorch": torch_timer}
 
 
