@@ -108,10 +108,11 @@ def test_tunable():
     print("replayed equal:", str(sch.trace.apply(mod).mod) == str(plain.mod))
 
 
-# A large contraction gets the structure of a BLAS kernel: one block of 128 rows per core
-# (parallel), the target's full 6 x 16 register tile with the rows' remainder peeled
-# (128 = 21 x 6 + 2), columns by 64 and k by 512, rows outer / columns inner inside the
-# block, and the 512 x 64 panel of B copied to a local buffer once per (NC, KC) block
+# A large contraction gets the structure of a BLAS kernel; here its one block of 64 columns
+# cannot be shared by the cores, so one block of 128 rows per core (parallel), the target's
+# full 6 x 16 register tile with the rows' remainder peeled (128 = 21 x 6 + 2), columns by 64
+# and k by 512 (unrolled by 8 inside the tile's rows), rows outer / columns inner inside
+# the block, and the 512 x 64 panel of B copied to a local buffer once per (NC, KC) block
 # (compute_at k0: outside both register-tile loops).
 # CHECK-LABEL: TEST: test_large_contraction_cache_blocks
 # CHECK: sch.split(loop=[[I:l[0-9]+]], factors=[None, 128])
@@ -119,16 +120,19 @@ def test_tunable():
 # CHECK-NEXT: [[J0:l[0-9]+]], [[JB:l[0-9]+]] = sch.split(loop={{l[0-9]+}}, factors=[None, 64])
 # CHECK-NEXT: [[JT:l[0-9]+]], [[JR:l[0-9]+]] = sch.split(loop=[[JB]], factors=[None, 16])
 # CHECK-NEXT: [[K0:l[0-9]+]], [[K1:l[0-9]+]] = sch.split(loop={{l[0-9]+}}, factors=[None, 512])
-# CHECK-NEXT: sch.reorder({{l[0-9]+}}, [[J0]], [[K0]], [[IT]], [[JT]], [[K1]], [[IR]], [[JR]])
+# CHECK-NEXT: [[K1O:l[0-9]+]], [[KR:l[0-9]+]] = sch.split(loop=[[K1]], factors=[None, 8])
+# CHECK-NEXT: sch.reorder({{l[0-9]+}}, [[J0]], [[K0]], [[IT]], [[JT]], [[K1O]], [[IR]], [[KR]], [[JR]])
 # CHECK-NEXT: sch.peel(loop=[[IT]])
 # CHECK-NEXT: sch.vectorize(loop=[[JR]])
 # CHECK-NEXT: sch.unroll(loop=[[IR]])
+# CHECK-NEXT: sch.unroll(loop=[[KR]])
 # CHECK-NEXT: [[BL:b[0-9]+]] = sch.cache_read(block={{b[0-9]+}}, read_buffer_index=1, storage_scope="local")
 # CHECK-NEXT: sch.compute_at(block=[[BL]], loop=[[K0]])
 # CHECK: sch.parallel(
 # The IR: per core and k block, the 512 x 64 panel of B copied once (vectors of 64), then 21
 # full 6-row tiles of 16 columns (6 contractions of one A element by the same B row per
-# k step), then the 2-row remainder (2 per k step), all reading the local panel.
+# k step, 8 k steps per iteration: 48), then the 2-row remainder (2 per k step: 16), all
+# reading the local panel.
 # CHECK: scf.forall (%{{.*}}) in (2)
 # CHECK: scf.for %[[K0:.*]] = %c0 to %c1024 step %c512
 # CHECK: %[[PANEL:.*]] = bufferization.alloc_tensor() : tensor<512x64xf32>
@@ -136,13 +140,15 @@ def test_tunable():
 # CHECK: vector.transfer_read %arg1{{.*}} : tensor<1024x64xf32>, vector<1x64xf32>
 # CHECK: scf.for %{{.*}} = %c0 to %c126 step %c6
 # CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
-# CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1
+# CHECK: scf.for %{{.*}} = %c0 to %c512 step %c8
 # CHECK: %[[BROW:.*]] = vector.transfer_read %[[PACKED]]{{.*}} vector<1x16xf32>
 # CHECK-COUNT-6: vector.contract {{.*}} %[[BROW]], {{.*}} into vector<1x16xf32>
 # CHECK: scf.yield
 # CHECK: tensor.extract_slice {{.*}}[126, 0] [2, 64]
 # CHECK: %[[BROW2:.*]] = vector.transfer_read %[[PACKED]]{{.*}} vector<1x16xf32>
 # CHECK-COUNT-2: vector.contract {{.*}} %[[BROW2]], {{.*}} into vector<1x16xf32>
+# (the second row's contraction with the first B row comes after the first row's 8: 7 left)
+# CHECK-COUNT-7: vector.contract {{.*}} into vector<1x16xf32>
 # CHECK-NOT: vector.contract
 # CHECK: scf.forall.in_parallel
 @run
