@@ -157,3 +157,24 @@ def test_large_contraction_cache_blocks():
     print(sch.mod)
 
 
+
+
+# Fewer rows than the tile's 6 (a row vector times a matrix: batch 1): the columns widen so
+# that the accumulators still fill the registers and hide the FMA latency: 1 row -> 8
+# vectors (64 f32: 8 accumulators, B from memory), 3 rows -> at most 3 vectors (9 accumulators +
+# 3 B + 1 broadcast; 24 does not divide 128, so 16), 6 rows or more -> the plain 6 x 16 tile.
+# CHECK-LABEL: TEST: test_few_rows_widen_the_columns
+# CHECK: rows 1: sch.split(loop={{l[0-9]+}}, factors=[None, 64])
+# CHECK: rows 3: sch.split(loop={{l[0-9]+}}, factors=[None, 16])
+# CHECK: rows 8: sch.split(loop={{l[0-9]+}}, factors=[None, 16])
+# CHECK: vector.contract {{.*}} vector<1x64xf32>
+@run
+def test_few_rows_widen_the_columns():
+    for rows in (1, 3, 8):
+        sch = mlc.Schedule(matmul_relu(rows, 128, 64))
+        apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
+        split = next(line for line in str(sch.trace).splitlines() if "sch.split(" in line)
+        print(f"rows {rows}: {split.strip().split(' = ')[-1]}")
+    sch = mlc.Schedule(matmul_relu(1, 128, 64))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
+    print(sch.mod)
