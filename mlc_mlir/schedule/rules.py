@@ -356,7 +356,7 @@ def _schedule_rfactor(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     """``x @ w.T``: k split by the lanes, the partial sums (``rfactor``) over an mr x nr tile
     of accumulator vectors, the lanes summed and the epilogue applied on the tile."""
     ext, kd = info.extents, info.ndims - 1
-    par = bool(int(sm.choose([0, 1], int(tgt.num_cores > 1 and _macs(info) >= PARALLEL_MIN_FLOPS))))
+    par = bool(int(sm.choose(_par_options(tgt), int(tgt.num_cores > 1 and _macs(info) >= PARALLEL_MIN_FLOPS))))
     block = sch.get_block(info.name, fname)
     k0, k1 = sch.split(sch.get_loops(block)[kd], [None, lanes])
     rf = sch.rfactor(k1)
@@ -388,6 +388,12 @@ def _schedule_rfactor(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     return done
 
 
+def _par_options(tgt: Target) -> list[int]:
+    """Parallel or not: a decision only where the target has several cores (one core: no
+    decision, so that the tuner spends no trial on a one-thread parallel loop)."""
+    return [0, 1] if tgt.num_cores > 1 else [0]
+
+
 def _divisors(extent: int | None, cap: int) -> list[int]:
     return [d for d in range(1, min(extent or 1, max(cap, 1)) + 1) if (extent or 1) % d == 0]
 
@@ -407,7 +413,7 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
     cores = tgt.num_cores
     top_trips = ext[kind.batch[0]] if kind.batch else (ei if kind.i is not None else ext[kind.j] // 8)
     want = cores > 1 and _macs(info) >= PARALLEL_MIN_FLOPS and (top_trips or 0) >= 2
-    par = bool(int(sm.choose([0, 1], int(want))))
+    par = bool(int(sm.choose(_par_options(tgt), int(want))))
     nr_cap = _columns_cap(ei if kind.i is not None else 1, mr_cap, nr_cap, tgt, info)
     (j0, j1), _ = sm.split(by_dim[kind.j], ext[kind.j], _largest_divisor(ext[kind.j], nr_cap), nr_cap)
     outer, inner, peel, mr = [j0], [j1], None, 1
@@ -502,7 +508,7 @@ def _schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Targe
         elements *= e if e is not None else 64
     top = sch.get_loops(block)[0]
     want = tgt.num_cores > 1 and elements >= PARALLEL_MIN_ELEMENTS and len(info.extents) > 1
-    if int(sm.choose([0, 1], int(want))):
+    if int(sm.choose(_par_options(tgt), int(want))):
         _try(sch.parallel, top)
 
 
