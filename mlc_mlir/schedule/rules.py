@@ -16,7 +16,7 @@ contraction (a block with reduction dims whose output has a spatial dim ``j`` la
     cap itself, the rows' last partial tile peeled (``peel``: partial tiles are not
     vectorized; with full tiles 6 x 16 fills AVX2's 16 registers: 12 accumulators, 2 B
     vectors, 1 broadcast). With several cores the rows are first split in one block per
-    core (parallel). Loop order
+    core (parallel; or the column tiles, every core taking all the rows: a decision). Loop order
     ``batch.., [i_par], i0, j0, k.., i1, j1``: the reduction runs over the register tile; ``j1``
     vectorized, ``i1`` unrolled (an ``mr x nr`` block of vector accumulators that the
     build's vector-opt stage keeps in registers over ``k``), the init decomposed to ``k``.
@@ -415,14 +415,21 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
     want = cores > 1 and _macs(info) >= PARALLEL_MIN_FLOPS and (top_trips or 0) >= 2
     par = bool(int(sm.choose(_par_options(tgt), int(want))))
     nr_cap = _columns_cap(ei if kind.i is not None else 1, mr_cap, nr_cap, tgt, info)
-    (j0, j1), _ = sm.split(by_dim[kind.j], ext[kind.j], _largest_divisor(ext[kind.j], nr_cap), nr_cap)
+    (j0, j1), nr = sm.split(by_dim[kind.j], ext[kind.j], _largest_divisor(ext[kind.j], nr_cap), nr_cap)
     outer, inner, peel, mr = [j0], [j1], None, 1
     if kind.i is not None:
         rows, lead = by_dim[kind.i], []
         if ei is None:  # a dynamic extent (symbolic batch) is split by 1: the tile keeps static sizes
             i0, i1 = sch.split(rows, [None, 1])
         else:
-            if par and not kind.batch and ei % cores == 0 and ei // cores >= 2:
+            # one block per core: of rows, or of column tiles (every core gets all the rows: one
+            # partial row tile in all, not one per block)
+            rows_ok = par and not kind.batch and ei % cores == 0 and ei // cores >= 2
+            cols_ok = par and not kind.batch and (ext[kind.j] // nr) % cores == 0
+            if cols_ok and (not rows_ok or int(sm.choose([0, 1], 0))):
+                jp, j0 = sch.split(j0, [cores, None])
+                lead = [jp]
+            elif rows_ok:
                 ip, rows = sch.split(rows, [cores, None])
                 lead, ei = [ip], ei // cores
             (i0, i1), mr = _register_rows(sm, sch, rows, ei, mr_cap)

@@ -29,3 +29,19 @@ def test_few_rows_equal_numpy(rng, m, n, k):
     out = np.zeros((m, n), "float32")
     mlc.build(sch.mod)["linear"](x, w, b, out)
     np.testing.assert_allclose(out, np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,n", [(128, 128), (127, 96), (6, 64)])
+def test_column_blocks_per_core_equal_numpy(rng, m, n):
+    """On two cores the rules may give each core a block of column tiles (all the rows)
+    instead of a block of rows: parallel (site 0), then the decision after the column split
+    (site 2; with 127 rows there is no row block per core: columns without a decision)."""
+    k = 40
+    sch = mlc.Schedule(linear_relu(m, n, k))
+    apply_rules(sch, "llvm -num-cores=2", decide=lambda site, n_opts, default: 1 if site in (0, 2) else default)
+    text = str(sch.trace)
+    assert "factors=[2, None]" in text and "sch.parallel(" in text, text
+    x, w, b = (rng.standard_normal(s).astype("float32") for s in [(m, k), (k, n), (n,)])
+    out = np.zeros((m, n), "float32")
+    mlc.build(sch.mod)["linear"](x, w, b, out)
+    np.testing.assert_allclose(out, np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4)
