@@ -178,3 +178,18 @@ def test_few_rows_widen_the_columns():
     sch = mlc.Schedule(matmul_relu(1, 128, 64))
     apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
     print(sch.mod)
+
+
+# Columns that are not whole vectors (10 outputs): a tile of at most one vector (5), not
+# one vector<10xf32> per row (6x slower); 72 columns: whole vectors (8), not 12.
+# CHECK-LABEL: TEST: test_columns_whole_vectors_or_at_most_one
+# CHECK: cols 10: sch.split(loop={{l[0-9]+}}, factors=[None, 5])
+# CHECK: cols 72: sch.split(loop={{l[0-9]+}}, factors=[None, 8])
+# CHECK: cols 128: sch.split(loop={{l[0-9]+}}, factors=[None, 16])
+@run
+def test_columns_whole_vectors_or_at_most_one():
+    for cols in (10, 72, 128):
+        sch = mlc.Schedule(matmul_relu(64, cols, 32))
+        apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
+        split = next(line for line in str(sch.trace).splitlines() if "sch.split(" in line)
+        print(f"cols {cols}: {split.strip().split(' = ')[-1]}")
