@@ -209,3 +209,21 @@ def test_readme_tuning_block_runs(tmp_path, monkeypatch):
     exec(block, scope)
     check_matmul(scope["sch"])
     assert "mlc.tuned" in str(scope["tuned_model"]) and (tmp_path / "curve.png").exists()
+
+
+def test_database_ranks_a_candidate_by_the_median_of_its_measurements(tmp_path):
+    """One lucky (or unlucky) measurement does not decide: B measured 0.5 once then 2.0
+    twice in validation ranks after A (1.0); the trials are the first records only."""
+    from mlc_mlir.tune.database import TuningRecord
+
+    db = mlc.tune.JSONDatabase(tmp_path)
+    trace = {"version": 1, "insts": []}
+    rec = lambda d, s, **extra: TuningRecord("k", "t", trace, d, (s,), extra=extra)  # noqa: E731
+    for r in [rec("A", 1.0), rec("B", 0.5), rec("C", 3.0), rec("B", 2.0, stage="validate", round=1),
+              rec("A", 1.1, stage="validate", round=1), rec("B", 2.0, stage="validate", round=2)]:
+        db.commit(r)
+    assert [r.decisions for r in db.best("k", k=3)] == ["A", "B", "C"]
+    assert db.secs(db.best("k")[0]) == pytest.approx(1.05) and db.secs(rec("B", 0)) == 2.0
+    assert len(db) == 3 and len(db.records(with_validation=True)) == 6
+    again = mlc.tune.JSONDatabase(tmp_path)  # read back from the file: the same ranking
+    assert [r.decisions for r in again.best("k", k=3)] == ["A", "B", "C"] and len(again) == 3
