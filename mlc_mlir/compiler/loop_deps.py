@@ -12,6 +12,8 @@ The rest are small IR helpers (constants, trip counts, nesting, linalg operands)
 
 from __future__ import annotations
 
+import ctypes
+
 import math
 from collections.abc import Iterator
 
@@ -262,8 +264,17 @@ def _opname(op) -> str:
     return (op.operation if hasattr(op, "operation") else op).name
 
 
+_CAPSULE_POINTER = ctypes.pythonapi.PyCapsule_GetPointer
+_CAPSULE_POINTER.restype = ctypes.c_void_p
+_CAPSULE_POINTER.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
 def op_key(op) -> int:
-    return hash(op.operation if hasattr(op, "operation") else op)
+    """A key unique to the operation while it lives: its C++ address. (``hash(op)`` is not:
+    the two copies of a loop that ``transform.loop.peel`` makes hashed equal, so the
+    peeled remainder's reduction was taken for the main one's and never jammed.)"""
+    op = op.operation if hasattr(op, "operation") else op
+    return _CAPSULE_POINTER(op._CAPIPtr, b"mlir.ir.Operation._CAPIPtr")
 
 
 def _value_key(v: ir.Value) -> int:

@@ -16,7 +16,7 @@ contraction (a block with reduction dims whose output has a spatial dim ``j`` la
     cap itself, the rows' last partial tile peeled (``peel``: partial tiles are not
     vectorized; with full tiles 6 x 16 fills AVX2's 16 registers: 12 accumulators, 2 B
     vectors, 1 broadcast). With several cores the rows are first split in one block per
-    core (parallel). Loop order
+    core (parallel; or the column tiles, every core taking all the rows: a decision). Loop order
     ``batch.., [i_par], i0, j0, k.., i1, j1``: the reduction runs over the register tile; ``j1``
     vectorized, ``i1`` unrolled (an ``mr x nr`` block of vector accumulators that the
     build's vector-opt stage keeps in registers over ``k``), the init decomposed to ``k``.
@@ -375,7 +375,7 @@ def _schedule_rfactor(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     """``x @ w.T``: k split by the lanes, the partial sums (``rfactor``) over an mr x nr tile
     of accumulator vectors, the lanes summed and the epilogue applied on the tile."""
     ext, kd = info.extents, info.ndims - 1
-    par = bool(int(sm.choose([0, 1], int(tgt.num_cores > 1 and _macs(info) >= PARALLEL_MIN_FLOPS))))
+    par = bool(int(sm.choose(_par_options(tgt), int(tgt.num_cores > 1 and _macs(info) >= PARALLEL_MIN_FLOPS))))
     block = sch.get_block(info.name, fname)
     k0, k1 = sch.split(sch.get_loops(block)[kd], [None, lanes])
     rf = sch.rfactor(k1)
@@ -407,6 +407,23 @@ def _schedule_rfactor(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     return done
 
 
+def _column_tile(extent: int | None, cap: int, lanes: int) -> int:
+    """The register tile's columns: the largest divisor of ``extent`` up to ``cap`` that is
+    whole vectors, else the largest divisor up to one vector. A tile wider than a vector
+    that is not whole vectors lowers badly: the course MLP's last layer (64 x 10 outputs,
+    k 128) ran 25 us as one ``vector<10xf32>`` per row, 6.5 us in tiles of 5 columns."""
+    if extent is None:
+        return 1
+    whole = [d for d in range(lanes, min(extent, cap) + 1, lanes) if extent % d == 0]
+    return whole[-1] if whole else _largest_divisor(extent, lanes)
+
+
+def _par_options(tgt: Target) -> list[int]:
+    """Parallel or not: a decision only where the target has several cores (one core: no
+    decision, so that the tuner spends no trial on a one-thread parallel loop)."""
+    return [0, 1] if tgt.num_cores > 1 else [0]
+
+
 def _divisors(extent: int | None, cap: int) -> list[int]:
     return [d for d in range(1, min(extent or 1, max(cap, 1)) + 1) if (extent or 1) % d == 0]
 
@@ -426,15 +443,24 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
     cores = tgt.num_cores
     top_trips = ext[kind.batch[0]] if kind.batch else (ei if kind.i is not None else ext[kind.j] // 8)
     want = cores > 1 and _macs(info) >= PARALLEL_MIN_FLOPS and (top_trips or 0) >= 2
-    par = bool(int(sm.choose([0, 1], int(want))))
-    (j0, j1), _ = sm.split(by_dim[kind.j], ext[kind.j], _largest_divisor(ext[kind.j], nr_cap), nr_cap)
+    par = bool(int(sm.choose(_par_options(tgt), int(want))))
+    nr_cap = _columns_cap(ei if kind.i is not None else 1, mr_cap, nr_cap, tgt, info)
+    lanes = tgt.vector_lanes(info.element_type)
+    (j0, j1), nr = sm.split(by_dim[kind.j], ext[kind.j], _column_tile(ext[kind.j], nr_cap, lanes), nr_cap)
     outer, inner, peel, mr = [j0], [j1], None, 1
     if kind.i is not None:
         rows, lead = by_dim[kind.i], []
         if ei is None:  # a dynamic extent (symbolic batch) is split by 1: the tile keeps static sizes
             i0, i1 = sch.split(rows, [None, 1])
         else:
-            if par and not kind.batch and ei % cores == 0 and ei // cores >= 2:
+            # one block per core: of rows, or of column tiles (every core gets all the rows: one
+            # partial row tile in all, not one per block)
+            rows_ok = par and not kind.batch and ei % cores == 0 and ei // cores >= 2
+            cols_ok = par and not kind.batch and (ext[kind.j] // nr) % cores == 0
+            if cols_ok and (not rows_ok or int(sm.choose([0, 1], 0))):
+                jp, j0 = sch.split(j0, [cores, None])
+                lead = [jp]
+            elif rows_ok:
                 ip, rows = sch.split(rows, [cores, None])
                 lead, ei = [ip], ei // cores
             (i0, i1), mr = _register_rows(sm, sch, rows, ei, mr_cap)
@@ -465,6 +491,21 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
     if par:  # (a peeled loop stays serial: then the next one out runs in parallel)
         _try(sch.parallel, next(lp for lp in [by_dim[d] for d in kind.batch] + outer if lp is not peel))
     return done
+
+
+def _columns_cap(rows: int | None, mr_cap: int, nr_cap: int, tgt: Target, info: BlockInfo) -> int:
+    """The register tile's column cap for a contraction of ``rows`` rows (static, fewer than
+    the tile's ``mr_cap``): wider, so that the accumulators still fill the register file and
+    hide the FMA latency. With ``rows`` rows of ``nv`` vectors the tile needs ``rows * nv``
+    accumulators, ``nv`` B vectors (none for one row: each B vector feeds one FMA, from
+    memory) and one broadcast: a row vector times a matrix (batch 1) gets 8 AVX2 vectors of
+    columns (64 f32) instead of 2, which left it latency-bound (0.91x NumPy against 0.5x)."""
+    if rows is None or rows >= mr_cap:
+        return nr_cap
+    lanes = tgt.vector_lanes(info.element_type)
+    regs = tgt.vector_registers
+    nv = max(v for v in range(1, regs + 1) if rows * v + (v if rows > 1 else 0) + 1 <= regs)
+    return max(nr_cap, min(nv, 8) * lanes)
 
 
 def _epilogue(info: BlockInfo, blocks: list[BlockInfo]) -> list[BlockInfo]:
@@ -505,7 +546,7 @@ def _schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Targe
         elements *= e if e is not None else 64
     top = sch.get_loops(block)[0]
     want = tgt.num_cores > 1 and elements >= PARALLEL_MIN_ELEMENTS and len(info.extents) > 1
-    if int(sm.choose([0, 1], int(want))):
+    if int(sm.choose(_par_options(tgt), int(want))):
         _try(sch.parallel, top)
 
 

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,19 +130,41 @@ class JSONDatabase:
         self._records.append(record)
 
     # -- reading -----------------------------------------------------------------------
-    def records(self, key: str | None = None, task: str | None = None) -> list[TuningRecord]:
-        """Records in commit order, optionally of one workload key or task name."""
-        return [r for r in self._records if (key is None or r.key == key) and (task is None or r.task == task)]
+    def records(self, key: str | None = None, task: str | None = None, *,
+                with_validation: bool = False) -> list[TuningRecord]:
+        """The trials' records in commit order, optionally of one workload key or task name;
+        ``with_validation`` adds the validation's re-measurements (``extra["stage"] == "validate"``)."""
+        return [r for r in self._records if (key is None or r.key == key) and (task is None or r.task == task)
+                and (with_validation or r.extra.get("stage") != "validate")]
 
     def best(self, key: str, k: int = 1) -> list[TuningRecord]:
-        """The ``k`` fastest successful records of workload ``key``."""
-        return sorted((r for r in self.records(key) if r.ok), key=lambda r: r.mean_secs)[:k]
+        """The ``k`` fastest distinct candidates of workload ``key`` (one record each).
+
+        A candidate measured several times (the tuner's validation re-measures the fastest
+        few: :meth:`TaskScheduler.validate <mlc_mlir.tune.task_scheduler.TaskScheduler.validate>`)
+        is ranked by the median of its measurements' mean times, so that one measurement
+        taken in a quiet or a loaded moment does not decide alone.
+        """
+        by_candidate: dict[str, list[TuningRecord]] = {}
+        for r in self.records(key, with_validation=True):
+            if r.ok:
+                by_candidate.setdefault(r.decisions, []).append(r)
+        ranked = sorted(by_candidate.values(), key=lambda rs: (statistics.median(r.mean_secs for r in rs),
+                                                               rs[0].mean_secs))
+        return [rs[0] for rs in ranked[:k]]
+
+    def secs(self, record: TuningRecord) -> float:
+        """The time :meth:`best` ranks ``record``'s candidate by (median over its measurements)."""
+        same = [r.mean_secs for r in self.records(record.key, with_validation=True)
+                if r.ok and r.decisions == record.decisions]
+        return statistics.median(same) if same else float("inf")
 
     def flops(self, key: str) -> float:
         return float(self.workloads.get(key, {}).get("flops", 0.0))
 
     def __len__(self) -> int:
-        return len(self._records)
+        """The trials: records less the validation's re-measurements of candidates already tried."""
+        return len(self.records())
 
     def __repr__(self) -> str:
         return f"<JSONDatabase {self.path} records={len(self._records)} workloads={len(self.workloads)}>"

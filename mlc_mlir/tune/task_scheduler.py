@@ -6,6 +6,10 @@ to the task with the largest expected saving: its weight (calls per model run) t
 best time times its recent relative gain (plus a floor, so a stalled task can still
 win). Tasks whose space is exhausted drop out. Every measured candidate is committed to
 the database as it finishes.
+
+At the end (:meth:`TaskScheduler.validate`) the fastest few candidates of each task are
+measured again, interleaved: on a shared machine one measurement can read 20% slow (a
+load spike, a worker's first run) and misrank the rules' own kernel below a worse one.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ __all__ = ["TuneTask", "TaskScheduler"]
 
 log = logging.getLogger("mlc_mlir.tune")
 GAIN_FLOOR = 0.05
+#: the validation after the search: this many fastest distinct candidates per task ...
+VALIDATE_TOP = 4
+#: ... are measured again this many times each (rounds interleaved: A B C D A B C D)
+VALIDATE_ROUNDS = 2
 
 
 @dataclass
@@ -118,6 +126,36 @@ class TaskScheduler:
             print(table)
         else:
             log.info("tuning summary\n%s", table)
+
+    def validate(self, top: int = VALIDATE_TOP, rounds: int = VALIDATE_ROUNDS) -> None:
+        """Measure the ``top`` fastest distinct candidates of each task ``rounds`` more times.
+
+        The new records carry ``extra["stage"] == "validate"`` (not trials: the tuning curve
+        and the trial counts skip them); :meth:`JSONDatabase.best` then ranks each candidate
+        by the median of its measurements.
+        """
+        for task in self.tasks:
+            recs = self.db.best(task.key, k=top)
+            if len(recs) < 2 or rounds < 1:
+                continue
+            text = str(task.mod)
+            for rnd in range(1, rounds + 1):
+                inputs = [MeasureInput(task.key, text, task.func, r.trace, self.target.text, index=i,
+                                       **self.measure_opts) for i, r in enumerate(recs)]
+
+                def on_result(inp: MeasureInput, res: Any, rnd: int = rnd) -> None:
+                    cand = recs[inp.index]
+                    self.db.commit(TuningRecord(
+                        task.key, task.name, inp.trace, cand.decisions,
+                        tuple(res.run_secs) if res.run_secs and not res.error else None, res.error,
+                        self.target.text, res.build_secs, {**dict(res.extra), "stage": "validate", "round": rnd}))
+
+                self.backend.measure(inputs, on_result)
+            best = self.db.best(task.key)
+            if best:
+                task.best_secs = self.db.secs(best[0])
+            log.info("%s: validated the %d fastest candidates (%d rounds); best %.1f us", task.name, len(recs),
+                     rounds, task.best_secs * 1e6)
 
     def _measure(self, task: TuneTask, cands: list[Any], bar: Progress) -> None:
         secs = [float("inf")] * len(cands)

@@ -97,8 +97,10 @@ def _run(tasks: list[TuneTask], db: JSONDatabase, target: Any, *, max_trials: in
         backend = LocalBackend(num_workers=num_workers, core_sets=target.core_sets(), threads=target.num_cores,
                                mem_limit_gb=None if target.kind == "cuda" else 8.0)
     try:
-        TaskScheduler(tasks, backend, db, target, max_trials=max_trials, num_trials_per_iter=per_iter,
-                      measure_opts=measure, progress=progress).run()
+        scheduler = TaskScheduler(tasks, backend, db, target, max_trials=max_trials, num_trials_per_iter=per_iter,
+                                  measure_opts=measure, progress=progress)
+        scheduler.run()
+        scheduler.validate()  # (nothing to validate where nothing ran: CUDA without a GPU)
     finally:
         if own:
             backend.close()

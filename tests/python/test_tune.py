@@ -34,14 +34,19 @@ def test_tune_tir_course_flow(tmp_path):
     assert len(records) == 5  # the space has 5 points: exhausted before the budget
     assert len({r.decisions for r in records}) == 5 and all(r.ok for r in records)
     sch = mlc.tune.compile_tir(db, mod, TARGET)
-    best = min(records, key=lambda r: r.mean_secs)
+    # the 4 fastest were measured twice more (validation): ranked by the median of the three
+    again = [r for r in db.records(with_validation=True) if r.extra.get("stage") == "validate"]
+    assert len(again) == 8 and {r.extra["round"] for r in again} == {1, 2}
+    assert {r.decisions for r in again} <= {r.decisions for r in records}
+    best = db.best(mlc.tune.database.workload_key(mod))[0]
+    assert db.secs(best) == min(db.secs(r) for r in records)
     assert str(sch.trace.decisions[2]) in best.decisions
     assert "sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=" in str(sch.trace)
     check_matmul(sch)
     assert str(Schedule(mod).replay(Trace.from_json(best.trace)).mod) == str(sch.mod)
     # the database file is JSON lines; any finished database compiles (by path too)
     lines = [json.loads(line) for line in (tmp_path / "database.jsonl").read_text().splitlines()]
-    assert [x["kind"] for x in lines].count("record") == 5
+    assert [x["kind"] for x in lines].count("record") == 5 + 8
     assert str(mlc.tune.compile_tir(str(tmp_path), mod, TARGET).mod) == str(sch.mod)
 
 
@@ -204,3 +209,21 @@ def test_readme_tuning_block_runs(tmp_path, monkeypatch):
     exec(block, scope)
     check_matmul(scope["sch"])
     assert "mlc.tuned" in str(scope["tuned_model"]) and (tmp_path / "curve.png").exists()
+
+
+def test_database_ranks_a_candidate_by_the_median_of_its_measurements(tmp_path):
+    """One lucky (or unlucky) measurement does not decide: B measured 0.5 once then 2.0
+    twice in validation ranks after A (1.0); the trials are the first records only."""
+    from mlc_mlir.tune.database import TuningRecord
+
+    db = mlc.tune.JSONDatabase(tmp_path)
+    trace = {"version": 1, "insts": []}
+    rec = lambda d, s, **extra: TuningRecord("k", "t", trace, d, (s,), extra=extra)  # noqa: E731
+    for r in [rec("A", 1.0), rec("B", 0.5), rec("C", 3.0), rec("B", 2.0, stage="validate", round=1),
+              rec("A", 1.1, stage="validate", round=1), rec("B", 2.0, stage="validate", round=2)]:
+        db.commit(r)
+    assert [r.decisions for r in db.best("k", k=3)] == ["A", "B", "C"]
+    assert db.secs(db.best("k")[0]) == pytest.approx(1.05) and db.secs(rec("B", 0)) == 2.0
+    assert len(db) == 3 and len(db.records(with_validation=True)) == 6
+    again = mlc.tune.JSONDatabase(tmp_path)  # read back from the file: the same ranking
+    assert [r.decisions for r in again.best("k", k=3)] == ["A", "B", "C"] and len(again) == 3

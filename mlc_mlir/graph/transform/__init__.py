@@ -1,6 +1,7 @@
 """Graph passes (``mlc.graph.transform``): module -> new module, the input left untouched.
 
 - :class:`BindParams` turns parameters into constants (course ch.3).
+- :class:`FoldConstant` folds ops of constants into constants (TVM FoldConstant).
 - :class:`LegalizeOps` replaces graph ops by calls of tensor programs (course ch.7).
 - :class:`FuseDenseAddPass` outlines matmul + add into primitive functions (course ch.7).
 - :class:`FuseOps` groups ops by pattern kind into primitive functions (TVM FuseOps).
@@ -21,6 +22,7 @@ module                      what
                             registry, :mod:`mlc_mlir.passes`)
 :mod:`.optimize`            the default optimization stages of ``mlc.graph.build(opt_level=)``
 :mod:`.bind_params`         ``BindParams``
+:mod:`.fold_constant`       ``FoldConstant``
 :mod:`.rewrite`             pattern rewriting (``@rewrite.pattern``, ``ewise_fma``)
 :mod:`.dce`                 ``remove_all_unused``
 :mod:`.fusion`              ``FuseDenseAddPass``, ``FuseOps``, ``FuseTIR`` (the pass objects)
@@ -37,8 +39,9 @@ from __future__ import annotations
 from ..legalize import LegalizeOps
 from .bind_params import BindParams
 from .dce import remove_all_unused
+from .fold_constant import FoldConstant
 from .fusion import FuseDenseAddPass, FuseOps, FuseTIR
 from .pass_infra import ModulePass, PassContext, PassInfo, Sequential, module_pass
 
-__all__ = ["BindParams", "LegalizeOps", "FuseOps", "FuseTIR", "FuseDenseAddPass", "remove_all_unused",
+__all__ = ["BindParams", "FoldConstant", "LegalizeOps", "FuseOps", "FuseTIR", "FuseDenseAddPass", "remove_all_unused",
            "module_pass", "Sequential", "PassContext", "PassInfo", "ModulePass"]

@@ -8,6 +8,7 @@ stage                  opt_level  what
 =====================  =========  ==================================================
 ``rewrite-ewise-fma``  >= 2       multiply + add -> ewise_fma (:mod:`.rewrite`)
 ``remove-unused``      >= 2       drop the bindings the rewrite left dead
+``fold-constant``      >= 1       ops of constants -> constants (:mod:`.fold_constant`)
 ``fuse-ops``           >= 1       group ops into primitive functions (FuseOps)
 ``legalize-ops``       >= 1       graph ops -> call_tir of tensor programs
 ``fuse-tir``           >= 1       each primitive function -> one tensor program
@@ -42,7 +43,7 @@ def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None =
     if opt_level >= 2:
         names += ["rewrite-ewise-fma", "remove-unused"]
     if opt_level >= 1:
-        names += ["fuse-ops", "legalize-ops", "fuse-tir"]
+        names += ["fold-constant", "fuse-ops", "legalize-ops", "fuse-tir"]
     options = {"legalize-ops": {"op_map": op_map}} if op_map else {}
     # the passes of the one registry (what mlc-opt --mlc-NAME runs), in place on the build's copy
     return [Stage(n, get_pass(n, **options.get(n, {})).run, graph=True) for n in names]

@@ -5,6 +5,7 @@
 - ``--mlc-lower-graph``: graph functions -> destination-passing functions of calls (what
   ``mlc.graph.build`` compiles; tensor programs stay as separate functions here);
 - ``--mlc-rewrite-ewise-fma``: multiply + add -> ewise_fma (a Python rewrite pattern);
+- ``--mlc-fold-constant``: fold ops of constants into constants (``FoldConstant``);
 - ``--mlc-remove-unused``: drop bindings nothing uses (``remove_all_unused``);
 - ``--mlc-fuse-dense-add``: matmul + add -> call of a primitive function (course ch.7);
 - ``--mlc-fuse-ops``: group ops by pattern kind into primitive functions;
@@ -19,6 +20,7 @@ from ...context import mlc_context
 from ...ir import Module
 from ...passes import register_pass
 from .dce import remove_all_unused
+from .fold_constant import fold_constants
 from .fusion import FuseDenseAddPass, FuseOps, FuseTIR
 from ..legalize import legalize
 from ..vm.lower import lower_graph_functions
@@ -29,7 +31,7 @@ from ..ir.verify import verify_graph
 
 __all__ = ["verify_graph_pass", "legalize_ops_pass", "lower_graph_pass", "rewrite_ewise_fma_pass",
            "remove_unused_pass", "fuse_dense_add_pass", "fuse_ops_pass", "fuse_tir_pass",
-           "inline_graph_calls_pass", "optimize_graph_pass"]
+           "inline_graph_calls_pass", "optimize_graph_pass", "fold_constant_pass"]
 
 
 @register_pass("verify-graph", "check graph functions: shapes, callees, dataflow blocks")
@@ -105,3 +107,10 @@ def optimize_graph_pass(mod: Module) -> Module:
     verify_graph(mod)
     return optimize(mod, opt_level=2)
 
+
+
+@register_pass("fold-constant", "fold graph ops whose operands are all constants into constants")
+def fold_constant_pass(mod: Module) -> Module:
+    """:func:`~mlc_mlir.graph.transform.fold_constant.fold_constants` (in place)."""
+    fold_constants(mod)
+    return mod

@@ -163,3 +163,39 @@ def test_large_contraction_cache_blocks():
     print(sch.mod)
 
 
+
+
+# Fewer rows than the tile's 6 (a row vector times a matrix: batch 1): the columns widen so
+# that the accumulators still fill the registers and hide the FMA latency: 1 row -> 8
+# vectors (64 f32: 8 accumulators, B from memory), 3 rows -> at most 3 vectors (9 accumulators +
+# 3 B + 1 broadcast; 24 does not divide 128, so 16), 6 rows or more -> the plain 6 x 16 tile.
+# CHECK-LABEL: TEST: test_few_rows_widen_the_columns
+# CHECK: rows 1: sch.split(loop={{l[0-9]+}}, factors=[None, 64])
+# CHECK: rows 3: sch.split(loop={{l[0-9]+}}, factors=[None, 16])
+# CHECK: rows 8: sch.split(loop={{l[0-9]+}}, factors=[None, 16])
+# CHECK: vector.contract {{.*}} vector<1x64xf32>
+@run
+def test_few_rows_widen_the_columns():
+    for rows in (1, 3, 8):
+        sch = mlc.Schedule(matmul_relu(rows, 128, 64))
+        apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
+        split = next(line for line in str(sch.trace).splitlines() if "sch.split(" in line)
+        print(f"rows {rows}: {split.strip().split(' = ')[-1]}")
+    sch = mlc.Schedule(matmul_relu(1, 128, 64))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
+    print(sch.mod)
+
+
+# Columns that are not whole vectors (10 outputs): a tile of at most one vector (5), not
+# one vector<10xf32> per row (6x slower); 72 columns: whole vectors (8), not 12.
+# CHECK-LABEL: TEST: test_columns_whole_vectors_or_at_most_one
+# CHECK: cols 10: sch.split(loop={{l[0-9]+}}, factors=[None, 5])
+# CHECK: cols 72: sch.split(loop={{l[0-9]+}}, factors=[None, 8])
+# CHECK: cols 128: sch.split(loop={{l[0-9]+}}, factors=[None, 16])
+@run
+def test_columns_whole_vectors_or_at_most_one():
+    for cols in (10, 72, 128):
+        sch = mlc.Schedule(matmul_relu(64, cols, 32))
+        apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
+        split = next(line for line in str(sch.trace).splitlines() if "sch.split(" in line)
+        print(f"cols {cols}: {split.strip().split(' = ')[-1]}")
