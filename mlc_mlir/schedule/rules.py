@@ -317,14 +317,15 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     loops = sch.get_loops(block)
     ei, ej, ek = ext[kind.i], ext[kind.j], ext[kd]
     cores = tgt.num_cores
-    par = bool(int(sm.choose([0, 1], int(cores > 1))))
+    par = bool(int(sm.choose(_par_options(tgt), int(cores > 1))))
     # candidates: NC a multiple of the tile's columns up to 512, 1 to 4 x cores row blocks, KC
     # from 64 to 1024 (the tuner's space; the defaults: NC_BLOCK, KC_BLOCK, the cores on columns)
     nr = _largest_divisor(ej, nr_cap)
     nc_opts = [d for d in _divisors(ej, 512) if d % nr == 0] or [ej]
     nc = sm.choose(nc_opts, max(d for d in nc_opts if d <= max(NC_BLOCK, nc_opts[0])))
     col_blocks = ej // int(nc)
-    on_cols = int(sm.choose([0, 1], int(not par or col_blocks % cores == 0 or col_blocks >= 4 * cores)))
+    # (serial: the columns outermost, no decision)
+    on_cols = int(sm.choose([0, 1] if par else [1], int(not par or col_blocks % cores == 0 or col_blocks >= 4 * cores)))
     row_opts = sorted({ei // p for p in _divisors(ei, 4 * cores)})
     rows_rv = sm.choose(row_opts, ei // (_largest_divisor(ei, cores) if par and not on_cols else 1))
     ip, ib = sch.split(loops[kind.i], [None, rows_rv])

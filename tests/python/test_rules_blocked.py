@@ -97,17 +97,26 @@ def test_block_sizes_are_decisions():
         return pick
 
     texts = set()
-    for seed in (1, 2):
+    for seed in (1, 2, 3):
+        seen.clear()
         sch = Schedule(matmul())
         apply_rules(sch, "llvm -mcpu=haswell -num-cores=2", decide=decide(random.Random(seed)))
         text = str(sch.trace)
         texts.add(text)
-        assert text.count("sample_categorical") == 8
+        # parallel, NC, cores on columns or rows (only when parallel), rows per block, tile
+        # rows, KC, k unroll, the copy: 8 sites (7 serial), each recorded in the trace
+        parallel = "sch.parallel(" in text
+        assert len(seen) == (8 if parallel else 7) == text.count("sample_categorical")
         again = Schedule(matmul()).replay(Trace.from_json(sch.trace.as_json()))
         assert str(again.mod) == str(sch.mod)
         run(sch.mod)
-    # parallel, NC, cores on columns or rows, rows per block, tile rows, KC, k unroll, the copy: 8 sites
-    assert len(seen) == 16 and len(texts) == 2
+    assert len(texts) == 3
+    # a one-core target: no parallel decision, the columns outermost without one: 6 sites
+    seen.clear()
+    sch = Schedule(matmul())
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=1", decide=decide(random.Random(4)))
+    assert len(seen) == 6 == str(sch.trace).count("sample_categorical")
+    run(sch.mod)
 
 
 def matmul_mnk(m, n, k):
