@@ -146,3 +146,14 @@ def test_large_matmul_odd_shapes_equal_numpy(shape):
         c = np.full((m, n), np.nan, np.float32)
         mlc.build(sch.mod)["mm"](a, b, c)
         np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3, err_msg=f"{shape}\n{sch.trace}")
+
+
+def test_large_matmul_columns_in_whole_vectors():
+    # 1000 columns: tiles of one vector (8), not of 10 (a vector and 2 lanes, 4x slower), with
+    # the rows that then fit the registers (12 accumulators + B + a broadcast: 12 x 8), the
+    # rows' remainder (1000 = 83 x 12 + 4) peeled
+    sch = Schedule(matmul_mnk(1000, 1000, 1000))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
+    text = str(sch.trace)
+    assert "factors=[None, 8])" in text and "factors=[None, 12])" in text and "sch.peel(" in text
+    assert "factors=[None, 10])" not in text
