@@ -29,7 +29,7 @@ contraction read along k by every input (``x @ w.T``: B read transposed, k last 
     ``mr x nr`` tile of accumulator vectors (at most the registers less 4), loop order
     ``batch.., i0, j0, k0, i1, j1, lanes`` (lanes vectorized, ``i1``/``j1`` unrolled); the
     lanes summed (``Y``) and the epilogue applied at ``j0`` on the tile.
-large contraction (:data:`LARGE_MACS` multiply-adds, a reduction of 2 * :data:`K_BLOCK` or more)
+large contraction (:data:`LARGE_MACS` multiply-adds, a reduction of 2 * :data:`K_BLOCK` or more; :mod:`.rule_blocked`)
     the structure of a BLAS kernel: ``j0, ip, k0, it, jt, k1, ir, jr``: columns by
     :data:`NC_BLOCK` (the cores share these blocks: parallel) and k by :data:`KC_BLOCK` (the
     ``KC x NC`` panel of B copied once per block into a local buffer at ``k0``:
@@ -58,7 +58,6 @@ mutants that re-run the rules with one decision changed, so the structure follow
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 
 from mlir import ir
 
@@ -68,52 +67,20 @@ from ..errors import MlcError, ScheduleError
 from ..ir import Module
 from ..target import Target
 from .payload import BlockInfo, read_blocks
+from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, NC_BLOCK, _is_large, _schedule_blocked
 from .rule_sampler import Decide, RuleSampler as _Sampler
+from .rule_util import (_Contraction, _column_tile, _contraction, _divisors, _largest_divisor, _macs, _par_options,
+                        _plain, _register_rows, _try, register_tile_for)
 from .schedule import Schedule
-from .trace import LoopRV
 
 __all__ = ["apply_rules", "default_schedule", "graph_default_schedule", "register_tile_for", "PARALLEL_MIN_FLOPS",
-           "PARALLEL_MIN_ELEMENTS"]
+           "PARALLEL_MIN_ELEMENTS", "LARGE_MACS", "K_BLOCK", "NC_BLOCK", "KC_BLOCK", "K_UNROLL"]
 
 #: a contraction runs its outer loop in parallel from this many multiply-adds (OpenMP
 #: start-up costs a few microseconds)
 PARALLEL_MIN_FLOPS = 1 << 21
 #: an elementwise block runs its outer loop in parallel from this many elements
 PARALLEL_MIN_ELEMENTS = 1 << 17
-#: contractions from this many multiply-adds (and a reduction of at least 2 * K_BLOCK) get
-#: cache blocks (NC_BLOCK x KC_BLOCK panels of B, one block of rows per core)
-LARGE_MACS = 1 << 24
-K_BLOCK = 256
-#: the large-contraction rule's default cache blocks: NC columns by KC of k (the KC x NC
-#: panel of B copied to a local buffer; 512 x 64 f32 = 128 KiB, a quarter of a Zen 3 L2:
-#: matmul 1024 measured 1.09x NumPy's one-thread time against 1.12x for 128 columns, 1.24x
-#: for 256; KC 256: 1.11x)
-NC_BLOCK = 64
-KC_BLOCK = 512
-#: the large-contraction rule unrolls its k loop by up to this many steps (matmul 1024: by 8,
-#: 1.01-1.04x NumPy's one-thread time against 1.03-1.06x by 1, one process, interleaved)
-K_UNROLL = 8
-
-
-@dataclass(frozen=True)
-class _Contraction:
-    """What the contraction rule needs to know about a block."""
-
-    i: int | None        # iteration dim of the second-to-last output dim
-    j: int               # iteration dim of the last output dim
-    batch: tuple[int, ...]
-    reduce: tuple[int, ...]
-    contiguous: bool     # j is the last index of every input operand that reads it
-
-
-def register_tile_for(info: BlockInfo, target: Target) -> tuple[int, int]:
-    """The (rows, columns) register-tile caps of a contraction block on ``target``."""
-    kind = _contraction(info)
-    dtype = info.element_type
-    lanes = target.vector_lanes(dtype)
-    if kind is None or kind.contiguous:
-        return target.register_tile(dtype)
-    return target.vector_registers // 2, lanes
 
 
 def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: bool = False,
@@ -231,143 +198,6 @@ def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Targ
             _schedule_elementwise(sch, fname, info, tgt, sm)
 
 
-def _plain(info: BlockInfo) -> bool:
-    """Every operand indexed by plain iteration dims (no reshape arithmetic); an input dim
-    of size 1 may be indexed by a constant (a broadcast scalar)."""
-    return all(d is not None or (o < info.n_inputs and info.shapes[o][r] == 1)
-               for o, m in enumerate(info.maps) for r, d in enumerate(m))
-
-
-def _contraction(info: BlockInfo) -> _Contraction | None:
-    out = info.maps[-1]
-    if not _plain(info) or not any(info.is_reduction(d) for d in range(info.ndims)) or not out or None in out:
-        return None
-    j = out[-1]
-    if info.is_reduction(j) or info.extents[j] is None:
-        return None
-    i = out[-2] if len(out) >= 2 else None
-    reduce = tuple(d for d in range(info.ndims) if info.is_reduction(d))
-    batch = tuple(d for d in out[:-2] if d is not None)
-    readers = [m for m in info.maps[:info.n_inputs] if j in m]
-    contiguous = all(m[-1] == j for m in readers)
-    return _Contraction(i, j, batch, reduce, contiguous)
-
-
-def _largest_divisor(extent: int | None, cap: int) -> int:
-    if extent is None:
-        return 1
-    return max(d for d in range(1, min(extent, max(cap, 1)) + 1) if extent % d == 0)
-
-
-def _try(fn, *args) -> bool:
-    try:
-        fn(*args)
-        return True
-    except ScheduleError:
-        return False
-
-
-def _macs(info: BlockInfo) -> int:
-    n = 1
-    for e in info.extents:
-        n *= e if e is not None else 64
-    return n
-
-
-def _is_large(info: BlockInfo, kind: _Contraction) -> bool:
-    """A contraction whose B panel does not stay in cache: it gets cache blocks."""
-    ext = info.extents
-    return (kind.contiguous and kind.i is not None and not kind.batch and len(kind.reduce) == 1
-            and None not in ext and ext[kind.reduce[0]] >= 2 * K_BLOCK and _macs(info) >= LARGE_MACS
-            and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1)
-
-
-def _register_rows(sm: _Sampler, sch: Schedule, loop: LoopRV, extent: int, cap: int, *,
-                   divide: bool = False) -> tuple[list[LoopRV], int]:
-    """Split ``loop`` by the register tile's rows ``mr`` (the target's, or sampled; with
-    ``divide`` the largest divisor of ``extent`` by default), the remainder peeled when
-    ``mr`` does not divide ``extent``: every tile of the main loop is full."""
-    default = _largest_divisor(extent, cap) if divide else min(cap, extent)
-    mr = sm.choose(list(range(1, min(cap, extent) + 1)), default)
-    loops = sch.split(loop, [None, mr])
-    return loops, int(mr)
-
-
-def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction, tgt: Target,
-                      sm: _Sampler) -> set[str]:
-    """A large contraction in the structure of a BLAS kernel (as the hand script
-    benchmarks/schedules/matmul1024.mlir): ``j0, ip, k0, it, jt, k1, ir, jr``.
-
-    The columns by NC and k by KC (the KC x NC panel of B, copied once per (NC, KC) block
-    into a local buffer at ``k0``: ``cache_read`` + ``compute_at``, hoisted out of both
-    register-tile loops); the target's full ``mr x nr`` register tile, rows outer and
-    columns inner so that A's ``mr x KC`` micro-panel stays in L1 while the panel of B
-    streams; the rows' partial tile peeled (every tile of the main loop full). The cores
-    share the NC column blocks (``j0`` outermost, parallel: each panel of B is copied once,
-    by the core that uses it; A is read by both) or, when the column blocks do not share
-    out evenly, blocks of rows (``ip`` outermost: each core copies its own panels of B).
-    Matmul 1024 on a 2-core Zen 3 measured 1.03-1.05x NumPy's one-thread time with column
-    blocks against 1.07-1.09x with row blocks (half the copies of B, no 2-row remainder
-    per block); k unrolled by 8 inside the tile's rows: 1.02-1.04x on 1 and 2 threads. The
-    tile's columns are whole vectors (1000 columns: 12 x 8 tiles, 1.3-1.4x NumPy, against
-    4.3x with 10-column tiles). Parallel or not, NC, where the cores split, the rows per
-    block, the tile rows, KC, the k unroll and the copy are decisions."""
-    mr_cap, nr_cap = register_tile_for(info, tgt)
-    ext = info.extents
-    (kd,) = kind.reduce
-    block = sch.get_block(info.name, fname)
-    loops = sch.get_loops(block)
-    ei, ej, ek = ext[kind.i], ext[kind.j], ext[kd]
-    cores = tgt.num_cores
-    par = bool(int(sm.choose(_par_options(tgt), int(cores > 1))))
-    # candidates: NC a multiple of the tile's columns up to 512, 1 to 4 x cores row blocks, KC
-    # from 64 to 1024 (the tuner's space; the defaults: NC_BLOCK, KC_BLOCK, the cores on columns)
-    # whole vectors of columns (1000 columns: 8, not 10); a tile of one vector takes more rows
-    # (the accumulators fill the registers less 4: AVX2 12 x 8)
-    lanes = tgt.vector_lanes(info.element_type)
-    nr = _column_tile(ej, nr_cap, lanes)
-    if nr == lanes and nr_cap > lanes:
-        mr_cap = max(mr_cap, tgt.vector_registers - 4)
-    nc_opts = [d for d in _divisors(ej, 512) if d % nr == 0] or [ej]
-    nc = sm.choose(nc_opts, max(d for d in nc_opts if d <= max(NC_BLOCK, nc_opts[0])))
-    col_blocks = ej // int(nc)
-    # (serial: the columns outermost, no decision)
-    on_cols = int(sm.choose([0, 1] if par else [1], int(not par or col_blocks % cores == 0 or col_blocks >= 4 * cores)))
-    row_opts = sorted({ei // p for p in _divisors(ei, 4 * cores)})
-    rows_rv = sm.choose(row_opts, ei // (_largest_divisor(ei, cores) if par and not on_cols else 1))
-    ip, ib = sch.split(loops[kind.i], [None, rows_rv])
-    rows = int(rows_rv)
-    (it, ir), mr = _register_rows(sm, sch, ib, rows, mr_cap)
-    j0, jb = sch.split(loops[kind.j], [None, nc])
-    jt, jr = sch.split(jb, [None, nr])
-    kc_opts = [d for d in _divisors(ek, 1024) if d >= 64] or [ek]
-    kc = sm.choose(kc_opts, max(d for d in kc_opts if d <= max(KC_BLOCK, kc_opts[0])))
-    k0, k1 = sch.split(loops[kd], [None, kc])
-    # k steps per iteration of the k loop (unrolled inside the tile's rows): fewer loop
-    # branches and address updates between the FMAs (unrolled outside the rows, each k step's
-    # 6 row updates chain from the loop's tile tensor again: bufferization then copies the
-    # tile at every step, 1 GFLOP/s)
-    ku = int(sm.choose(_divisors(int(kc), K_UNROLL), _largest_divisor(int(kc), K_UNROLL)))
-    k1, kr = sch.split(k1, [None, ku])
-    outer = [j0, ip] if on_cols else [ip, j0]
-    sch.reorder(*outer, k0, it, jt, k1, ir, kr, jr)
-    if rows % mr:
-        sch.peel(it)
-    sch.vectorize(jr)
-    if mr > 1:
-        sch.unroll(ir)
-    if ku > 1:
-        sch.unroll(kr)
-    if int(sm.choose([0, 1], 1)):
-        b_index = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
-        local = sch.cache_read(block, b_index, "local")
-        sch.compute_at(local, k0)
-        _try(sch.vectorize, sch.get_loops(local)[-1])
-    if par:
-        _try(sch.parallel, outer[0])
-    return {info.name}
-
-
 def _lanes_along_k(info: BlockInfo, kind: _Contraction, tgt: Target) -> int | None:
     """The vector lanes when every input reads the (single, last) reduction dim contiguously
     but B is read transposed (``x @ w.T``): partial sums in lanes (rfactor) then."""
@@ -415,27 +245,6 @@ def _schedule_rfactor(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     if par:
         _try(sch.parallel, ([loops[d] for d in kind.batch] + outer)[0])
     return done
-
-
-def _column_tile(extent: int | None, cap: int, lanes: int) -> int:
-    """The register tile's columns: the largest divisor of ``extent`` up to ``cap`` that is
-    whole vectors, else the largest divisor up to one vector. A tile wider than a vector
-    that is not whole vectors lowers badly: the course MLP's last layer (64 x 10 outputs,
-    k 128) ran 25 us as one ``vector<10xf32>`` per row, 6.5 us in tiles of 5 columns."""
-    if extent is None:
-        return 1
-    whole = [d for d in range(lanes, min(extent, cap) + 1, lanes) if extent % d == 0]
-    return whole[-1] if whole else _largest_divisor(extent, lanes)
-
-
-def _par_options(tgt: Target) -> list[int]:
-    """Parallel or not: a decision only where the target has several cores (one core: no
-    decision, so that the tuner spends no trial on a one-thread parallel loop)."""
-    return [0, 1] if tgt.num_cores > 1 else [0]
-
-
-def _divisors(extent: int | None, cap: int) -> list[int]:
-    return [d for d in range(1, min(extent or 1, max(cap, 1)) + 1) if (extent or 1) % d == 0]
 
 
 def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction,

@@ -1,0 +1,116 @@
+"""The default rules' large contractions (:mod:`.rules`): the structure of a BLAS kernel.
+
+A contraction whose B panel does not stay in cache (:func:`_is_large`) is scheduled as
+``benchmarks/schedules/matmul1024.mlir`` is written by hand: the cores share column
+blocks, k in cache blocks with B's panel copied once per block, the target's full
+register tile with the rows' remainder peeled, k unrolled inside the tile rows
+(:func:`_schedule_blocked`, every choice a decision of the tuner's space).
+"""
+
+from __future__ import annotations
+
+from ..target import Target
+from .payload import BlockInfo
+from .rule_sampler import RuleSampler
+from .rule_util import (_Contraction, _column_tile, _divisors, _largest_divisor, _macs, _par_options, _register_rows,
+                        _try, register_tile_for)
+from .schedule import Schedule
+
+__all__ = ["LARGE_MACS", "K_BLOCK", "NC_BLOCK", "KC_BLOCK", "K_UNROLL", "_is_large", "_schedule_blocked"]
+
+#: contractions from this many multiply-adds (and a reduction of at least 2 * K_BLOCK) get
+#: cache blocks (NC_BLOCK x KC_BLOCK panels of B, one block of rows per core)
+LARGE_MACS = 1 << 24
+K_BLOCK = 256
+#: the large-contraction rule's default cache blocks: NC columns by KC of k (the KC x NC
+#: panel of B copied to a local buffer; 512 x 64 f32 = 128 KiB, a quarter of a Zen 3 L2:
+#: matmul 1024 measured 1.09x NumPy's one-thread time against 1.12x for 128 columns, 1.24x
+#: for 256; KC 256: 1.11x)
+NC_BLOCK = 64
+KC_BLOCK = 512
+#: the large-contraction rule unrolls its k loop by up to this many steps (matmul 1024: by 8,
+#: 1.01-1.04x NumPy's one-thread time against 1.03-1.06x by 1, one process, interleaved)
+K_UNROLL = 8
+
+
+def _is_large(info: BlockInfo, kind: _Contraction) -> bool:
+    """A contraction whose B panel does not stay in cache: it gets cache blocks."""
+    ext = info.extents
+    return (kind.contiguous and kind.i is not None and not kind.batch and len(kind.reduce) == 1
+            and None not in ext and ext[kind.reduce[0]] >= 2 * K_BLOCK and _macs(info) >= LARGE_MACS
+            and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1)
+
+
+def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction, tgt: Target,
+                      sm: RuleSampler) -> set[str]:
+    """A large contraction in the structure of a BLAS kernel (as the hand script
+    benchmarks/schedules/matmul1024.mlir): ``j0, ip, k0, it, jt, k1, ir, jr``.
+
+    The columns by NC and k by KC (the KC x NC panel of B, copied once per (NC, KC) block
+    into a local buffer at ``k0``: ``cache_read`` + ``compute_at``, hoisted out of both
+    register-tile loops); the target's full ``mr x nr`` register tile, rows outer and
+    columns inner so that A's ``mr x KC`` micro-panel stays in L1 while the panel of B
+    streams; the rows' partial tile peeled (every tile of the main loop full). The cores
+    share the NC column blocks (``j0`` outermost, parallel: each panel of B is copied once,
+    by the core that uses it; A is read by both) or, when the column blocks do not share
+    out evenly, blocks of rows (``ip`` outermost: each core copies its own panels of B).
+    Matmul 1024 on a 2-core Zen 3 measured 1.03-1.05x NumPy's one-thread time with column
+    blocks against 1.07-1.09x with row blocks (half the copies of B, no 2-row remainder
+    per block); k unrolled by 8 inside the tile's rows: 1.02-1.04x on 1 and 2 threads. The
+    tile's columns are whole vectors (1000 columns: 12 x 8 tiles, 1.3-1.4x NumPy, against
+    4.3x with 10-column tiles). Parallel or not, NC, where the cores split, the rows per
+    block, the tile rows, KC, the k unroll and the copy are decisions."""
+    mr_cap, nr_cap = register_tile_for(info, tgt)
+    ext = info.extents
+    (kd,) = kind.reduce
+    block = sch.get_block(info.name, fname)
+    loops = sch.get_loops(block)
+    ei, ej, ek = ext[kind.i], ext[kind.j], ext[kd]
+    cores = tgt.num_cores
+    par = bool(int(sm.choose(_par_options(tgt), int(cores > 1))))
+    # candidates: NC a multiple of the tile's columns up to 512, 1 to 4 x cores row blocks, KC
+    # from 64 to 1024 (the tuner's space; the defaults: NC_BLOCK, KC_BLOCK, the cores on columns)
+    # whole vectors of columns (1000 columns: 8, not 10); a tile of one vector takes more rows
+    # (the accumulators fill the registers less 4: AVX2 12 x 8)
+    lanes = tgt.vector_lanes(info.element_type)
+    nr = _column_tile(ej, nr_cap, lanes)
+    if nr == lanes and nr_cap > lanes:
+        mr_cap = max(mr_cap, tgt.vector_registers - 4)
+    nc_opts = [d for d in _divisors(ej, 512) if d % nr == 0] or [ej]
+    nc = sm.choose(nc_opts, max(d for d in nc_opts if d <= max(NC_BLOCK, nc_opts[0])))
+    col_blocks = ej // int(nc)
+    # (serial: the columns outermost, no decision)
+    on_cols = int(sm.choose([0, 1] if par else [1], int(not par or col_blocks % cores == 0 or col_blocks >= 4 * cores)))
+    row_opts = sorted({ei // p for p in _divisors(ei, 4 * cores)})
+    rows_rv = sm.choose(row_opts, ei // (_largest_divisor(ei, cores) if par and not on_cols else 1))
+    ip, ib = sch.split(loops[kind.i], [None, rows_rv])
+    rows = int(rows_rv)
+    (it, ir), mr = _register_rows(sm, sch, ib, rows, mr_cap)
+    j0, jb = sch.split(loops[kind.j], [None, nc])
+    jt, jr = sch.split(jb, [None, nr])
+    kc_opts = [d for d in _divisors(ek, 1024) if d >= 64] or [ek]
+    kc = sm.choose(kc_opts, max(d for d in kc_opts if d <= max(KC_BLOCK, kc_opts[0])))
+    k0, k1 = sch.split(loops[kd], [None, kc])
+    # k steps per iteration of the k loop (unrolled inside the tile's rows): fewer loop
+    # branches and address updates between the FMAs (unrolled outside the rows, each k step's
+    # 6 row updates chain from the loop's tile tensor again: bufferization then copies the
+    # tile at every step, 1 GFLOP/s)
+    ku = int(sm.choose(_divisors(int(kc), K_UNROLL), _largest_divisor(int(kc), K_UNROLL)))
+    k1, kr = sch.split(k1, [None, ku])
+    outer = [j0, ip] if on_cols else [ip, j0]
+    sch.reorder(*outer, k0, it, jt, k1, ir, kr, jr)
+    if rows % mr:
+        sch.peel(it)
+    sch.vectorize(jr)
+    if mr > 1:
+        sch.unroll(ir)
+    if ku > 1:
+        sch.unroll(kr)
+    if int(sm.choose([0, 1], 1)):
+        b_index = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
+        local = sch.cache_read(block, b_index, "local")
+        sch.compute_at(local, k0)
+        _try(sch.vectorize, sch.get_loops(local)[-1])
+    if par:
+        _try(sch.parallel, outer[0])
+    return {info.name}
