@@ -53,6 +53,8 @@ def is_parallel(loop: ir.Operation) -> bool:
             if kind is None:
                 return False
             if kind == "write":
+                if isinstance(base, ir.OpResult) and _opname(base.owner) == "memref.get_global":
+                    return False  # another get_global of the same global would alias it
                 written.add(_value_key(base))
             offs, szs = _access_region(op, offsets, sizes)
             accesses.setdefault(_value_key(base), []).append((base, offs, szs))
@@ -80,7 +82,7 @@ def _disjoint_slabs(accesses: list, iv: ir.Value, step: int, loop: ir.Operation)
 
 def _resolve(value: ir.Value, loop: ir.Operation) -> tuple[ir.Value | None, list, list[int] | None]:
     """(root buffer, offsets per dim (ints, Values, sums), static sizes) of a view, through
-    ``memref.subview`` chains to a function argument or an allocation; (None, [], None) when
+    ``memref.subview`` chains to a function argument, an allocation or a global; (None, [], None) when
     the view has another origin. A root allocated inside ``loop`` is private to an iteration."""
     shape = ir.MemRefType(value.type).shape
     sizes = [None if s < 0 else s for s in shape]
@@ -89,7 +91,9 @@ def _resolve(value: ir.Value, loop: ir.Operation) -> tuple[ir.Value | None, list
             return None, [], None
         return value, [0] * len(shape), sizes
     owner = value.owner.operation
-    if owner.name in ("memref.alloc", "memref.alloca"):
+    if owner.name in ("memref.alloc", "memref.alloca", "memref.get_global"):
+        # (a global: the graph's constant weights once a tensor program is inlined into the
+        # graph's function; is_parallel refuses a loop that writes one)
         return value, [0] * len(shape), sizes
     if owner.name != "memref.subview":
         return None, [], None
@@ -278,7 +282,8 @@ def op_key(op) -> int:
 
 
 def _value_key(v: ir.Value) -> int:
-    return hash(v)
+    """A key unique to the value (its C API handle), for the same reason as :func:`op_key`."""
+    return _CAPSULE_POINTER(v._CAPIPtr, b"mlir.ir.Value._CAPIPtr")
 
 
 def induction_var(loop: ir.Operation) -> ir.Value:

@@ -18,6 +18,7 @@ from .database import JSONDatabase, TuningRecord, workload_key
 from .features import program_flops
 from .local import LocalBackend
 from .measure import NO_GPU
+from .model_check import keep_faster_kernels
 from .sampler import IsolatedSpace, Sampler
 from .search_strategy import EvolutionarySearch
 from .space_generator import ScheduleFn, make_space
@@ -218,14 +219,16 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
                work_dir: str | os.PathLike = "./tune_tmp", *, num_trials_per_iter: int = 8, space: Any = None,
                seed: int | None = None, backend: Any = None, num_workers: int | None = None,
                funcs: list[str] | None = None, measure: dict[str, Any] | None = None,
-               progress: bool = True, isolate: bool = True) -> Module:
+               progress: bool = True, isolate: bool = True, check_model: bool = True) -> Module:
     """Tune every tensor program of a graph module and return a copy with the best kernels
     swapped in (course: ``relax_integration.tune_relax`` + ``compile_relax``).
 
     Swapped-in kernels carry the unit attribute ``mlc.tuned``. The task scheduler shares ``max_trials_global`` among the kernels by weight (call
     sites) and measured gain; each kernel gets at least one batch. ``space`` is one
     space for all kernels or ``{name: space}``; ``funcs`` restricts the kernels tuned;
-    ``isolate`` as in :func:`tune_tir`.
+    ``isolate`` as in :func:`tune_tir`. With ``check_model`` (CPU targets) the model's
+    ``main`` is timed at the end with and without each tuned kernel, and a kernel that makes
+    the model slower goes back to the default rules (:mod:`.model_check`).
 
     Raises:
         TuneError: the module has no tensor program (run ``LegalizeOps`` first), or an
@@ -270,4 +273,7 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
         out.update_func(task.name, sch.mod[task.name])
         with mlc_context():
             out[task.name].op.attributes[TUNED_ATTR] = ir.UnitAttr.get()
+    if check_model and tgt.kind != "cuda":
+        tuned = [t.name for t in tasks if TUNED_ATTR in out[t.name].op.attributes]
+        out = keep_faster_kernels(mod, out, tuned, tgt.text, TUNED_ATTR)
     return out

@@ -94,7 +94,8 @@ def test_tune_model_tunes_every_kernel(tmp_path):
     mod = mlp_module()
     tuned = mlc.tune.tune_model(mod, TARGET, max_trials_global=6, work_dir=tmp_path, num_trials_per_iter=2,
                                 space={"te_linear": linear_space, "te_linear1": linear_space,
-                                       "te_relu": relu_space}, seed=0, measure=FAST, progress=False)
+                                       "te_relu": relu_space}, seed=0, measure=FAST, progress=False,
+                                check_model=False)  # (the model-level check is timing-dependent: tested below)
     db = mlc.tune.JSONDatabase(tmp_path)
     assert {r.task for r in db.records()} == {"te_linear", "te_relu", "te_linear1"}
     assert "scf.for" in str(tuned["te_linear"].op) and "scf.for" not in str(mod["te_linear"].op)
@@ -227,3 +228,66 @@ def test_database_ranks_a_candidate_by_the_median_of_its_measurements(tmp_path):
     assert len(db) == 3 and len(db.records(with_validation=True)) == 6
     again = mlc.tune.JSONDatabase(tmp_path)  # read back from the file: the same ranking
     assert [r.decisions for r in again.best("k", k=3)] == ["A", "B", "C"] and len(again) == 3
+
+
+def test_model_check_gives_back_kernels_that_slow_the_model(tmp_path, monkeypatch):
+    """tune_model's last step with a scripted clock: the model timed with every tuned kernel,
+    then with each one given back to the default rules; only te_relu is given back (the
+    model runs 10% faster without it), te_linear stays (1% is within the margin)."""
+    from mlc_mlir.tune import model_check
+
+    mod = mlp_module()
+    tuned = mlc.tune.tune_model(mod, TARGET, max_trials_global=6, work_dir=tmp_path, num_trials_per_iter=2,
+                                space={"te_linear": linear_space, "te_linear1": linear_space,
+                                       "te_relu": relu_space}, seed=0, measure=FAST, progress=False,
+                                check_model=False)
+    seen = []
+
+    def fake_time(m, inputs, target):
+        given_back = tuple(n for n in ("te_linear", "te_relu", "te_linear1") if "mlc.tuned" not in str(m[n].op))
+        seen.append(given_back)
+        assert [a.shape for a in inputs] == [(4, 64), (32, 64), (32,), (16, 32), (16,)]
+        return {(): 1.0, ("te_linear",): 0.99, ("te_relu",): 0.9}.get(given_back, 0.95)
+
+    monkeypatch.setattr(model_check, "_time_model", fake_time)
+    out = model_check.keep_faster_kernels(mod, tuned, ["te_linear", "te_relu", "te_linear1"], TARGET,
+                                          "mlc.tuned")
+    assert seen == [(), ("te_linear",), ("te_relu",), ("te_relu", "te_linear1")]
+    assert "mlc.tuned" in str(out["te_linear"].op) and "mlc.tuned" in str(out["te_linear1"].op)
+    assert "mlc.tuned" not in str(out["te_relu"].op) and "scf.for" not in str(out["te_relu"].op)
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(s).astype("float32") for s in [(4, 64), (32, 64), (32,), (16, 32), (16,)]]
+    x, w0, b0, w1, b1 = args
+    got = mlc.graph.VirtualMachine(mlc.graph.build(out), mlc.cpu())["main"](*args).numpy()
+    np.testing.assert_allclose(got, np.maximum(x @ w0.T + b0, 0) @ w1.T + b1, rtol=1e-4, atol=1e-4)
+
+
+def test_model_check_runs_in_tune_model_and_skips_symbolic_mains(tmp_path, caplog):
+    """The real check (no assertion on which kernels stay: that depends on timing) keeps a
+    model equal to NumPy; a main with a symbolic batch is not timed, and says so."""
+    import logging
+
+    from mlc_mlir.graph import BlockBuilder, Var, op
+
+    bb = BlockBuilder()
+    x = Var("x", ("n", 16))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(op.relu(op.matmul(x, mlc.graph.const(np.eye(16, dtype="float32")))))
+        bb.emit_func_output(gv)
+    sym = mlc.graph.optimize(bb.get())
+    with caplog.at_level(logging.INFO, logger="mlc_mlir.tune"):
+        out = mlc.tune.tune_model(sym, TARGET, max_trials_global=2, work_dir=tmp_path / "sym", num_trials_per_iter=2,
+                                  seed=0, measure=FAST, progress=False)
+    assert "static shapes only" in caplog.text
+    xs = np.random.default_rng(0).standard_normal((3, 16)).astype("float32")
+    np.testing.assert_allclose(mlc.graph.VirtualMachine(mlc.graph.build(out), mlc.cpu())["main"](xs).numpy(),
+                               np.maximum(xs, 0), rtol=1e-6)
+    mod = mlp_module()
+    out = mlc.tune.tune_model(mod, TARGET, max_trials_global=4, work_dir=tmp_path / "mlp", num_trials_per_iter=2,
+                              seed=0, measure=FAST, progress=False)
+    rng = np.random.default_rng(2)
+    args = [rng.standard_normal(s).astype("float32") for s in [(4, 64), (32, 64), (32,), (16, 32), (16,)]]
+    x, w0, b0, w1, b1 = args
+    got = mlc.graph.VirtualMachine(mlc.graph.build(out), mlc.cpu())["main"](*args).numpy()
+    np.testing.assert_allclose(got, np.maximum(x @ w0.T + b0, 0) @ w1.T + b1, rtol=1e-4, atol=1e-4)

@@ -49,3 +49,38 @@ def test_op_key_is_unique_per_operation():
         finally:
             clone.erase()  # (before the module goes: a clone left holding uses of %c0 aborts)
         assert len(keys) == 3 and same
+
+
+def test_is_parallel_reads_globals_refuses_writing_them():
+    """Inlined into the graph's function a kernel reads its weights from memref.get_global:
+    the loop over columns stays provably parallel (before, a global made every loop
+    'not parallel', so the model compiled the kernel without the jam the tuner measured)."""
+    from mlir import ir
+
+    from mlc_mlir.compiler.loop_deps import is_parallel
+    from mlc_mlir.context import mlc_context
+
+    text = """
+      memref.global "private" constant @w : memref<4x8xf32> = dense<1.0>
+      memref.global "private" @g : memref<8xf32> = dense<0.0>
+      func.func @f(%y: memref<8xf32>) {
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %c8 = arith.constant 8 : index
+        %w = memref.get_global @w : memref<4x8xf32>
+        %g = memref.get_global @g : memref<8xf32>
+        scf.for %j = %c0 to %c8 step %c1 {
+          %v = memref.load %w[%c0, %j] : memref<4x8xf32>
+          memref.store %v, %y[%j] : memref<8xf32>
+        }
+        scf.for %j = %c0 to %c8 step %c1 {
+          %v = memref.load %w[%c1, %j] : memref<4x8xf32>
+          memref.store %v, %g[%j] : memref<8xf32>
+        }
+        return
+      }"""
+    with mlc_context():
+        m = ir.Module.parse(text)
+        func = [op for op in m.body.operations if op.operation.name == "func.func"][0]
+        loops = [op.operation for op in func.regions[0].blocks[0].operations if op.operation.name == "scf.for"]
+        assert [is_parallel(lp) for lp in loops] == [True, False]
