@@ -53,7 +53,7 @@ def test_ch4_tune():
     assert "sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=" in out
     assert "tuned matmul equals NumPy; its trace replays to the same program" in out
     assert "MLP with the tuned linear0 swapped in equals NumPy" in out
-    assert "tune_model: MLP with every tuned kernel equals NumPy" in out
+    assert "tune_model: MLP with its tuned kernels equals NumPy" in out
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")))
