@@ -14,8 +14,6 @@ returned as tuned, with a log line saying why.
 from __future__ import annotations
 
 import logging
-import time
-from typing import Any, Callable
 
 import numpy as np
 from mlir import ir
@@ -30,8 +28,8 @@ log = logging.getLogger("mlc_mlir.tune")
 
 #: a tuned kernel is given back to the default rules when the model runs this much faster without it
 MARGIN = 0.02
-#: each timing: the best of this many windows of about WINDOW_S seconds
-WINDOWS, WINDOW_S = 5, 0.02
+#: each timing: the best of this many windows of at least WINDOW_MS milliseconds
+WINDOWS, WINDOW_MS = 5, 20.0
 
 
 def keep_faster_kernels(default: Module, tuned: Module, names: list[str], target: str, tuned_attr: str) -> Module:
@@ -62,45 +60,36 @@ def keep_faster_kernels(default: Module, tuned: Module, names: list[str], target
 
 
 def _inputs(mod: Module) -> list[np.ndarray] | None:
-    """Random arrays for ``main``'s parameters, or None (no ``main``, symbolic or non-tensor parameters)."""
+    """Arrays for the lowered ``main(inputs..., outputs...)``: random inputs, empty outputs; or
+    None (no ``main``, or a parameter or result that is not a tensor of static shape)."""
     from ..graph.ir.expr import dtype_of_element
 
-    if "main" not in [f for f in mod.functions]:
+    if "main" not in mod.functions:
         log.info("tune_model: no graph function main: the tuned kernels are not checked in the model")
         return None
     rng = np.random.default_rng(0)
     arrays = []
     with mlc_context():
-        for t in mod["main"].function_type.inputs:
+        ftype = mod["main"].function_type
+        for is_input, t in [(True, t) for t in ftype.inputs] + [(False, t) for t in ftype.results]:
             if not isinstance(t, ir.RankedTensorType) or not ir.RankedTensorType(t).has_static_shape:
-                log.info("tune_model: main has a parameter of type %s: the tuned kernels are not checked in the "
-                         "model (static shapes only)", t)
+                log.info("tune_model: main has a parameter or result of type %s: the tuned kernels are not checked "
+                         "in the model (static shapes only)", t)
                 return None
             rt = ir.RankedTensorType(t)
             dtype = np.dtype(dtype_of_element(rt.element_type))
             shape = tuple(rt.shape)
-            arrays.append(rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.zeros(shape, dtype))
+            if not is_input:
+                arrays.append(np.empty(shape, dtype))
+            else:
+                arrays.append(rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.zeros(shape, dtype))
     return arrays
 
 
-def _time_model(mod: Module, inputs: list[np.ndarray], target: str) -> float:
-    from ..graph import VirtualMachine, build
-    from ..runtime import cpu
+def _time_model(mod: Module, arrays: list[np.ndarray], target: str) -> float:
+    """Seconds per call of the compiled ``main`` (the runtime's ``time_evaluator``: arguments
+    marshalled once; the best of WINDOWS repeats of at least WINDOW_MS each)."""
+    from ..graph import build
 
-    fn = VirtualMachine(build(mod, target), cpu())["main"]
-    return _best_time(lambda: fn(*inputs))
-
-
-def _best_time(call: Callable[[], Any]) -> float:
-    call()
-    t0 = time.perf_counter()
-    call()
-    once = max(time.perf_counter() - t0, 1e-7)
-    number = max(1, int(WINDOW_S / once))
-    best = float("inf")
-    for _ in range(WINDOWS):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            call()
-        best = min(best, (time.perf_counter() - t0) / number)
-    return best
+    timer = build(mod, target).rt.time_evaluator("main", number=1, repeat=WINDOWS, min_repeat_ms=WINDOW_MS)
+    return timer(*arrays).min

@@ -36,7 +36,7 @@ from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Module
 from ..builder.emit import constant_attr
-from ..ir.analysis import clone_module, graph_functions, is_graph_function, walk_ops
+from ..ir.analysis import clone_module, graph_functions, walk_ops
 from ..ir.expr import dtype_of_element
 from .dce import remove_unused_ops
 
@@ -90,8 +90,6 @@ def fold_constants(mod: Module) -> int:
     with mlc_context():
         blobs: dict[str, bytes] | None = None
         for fop in graph_functions(mod.mlir_module):
-            if not is_graph_function(fop):
-                continue
             ops = walk_ops(fop)
             if not any(_foldable(o) for o in ops):
                 continue
