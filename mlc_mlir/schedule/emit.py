@@ -19,6 +19,8 @@ Then loops are named (``transform.annotate`` with ``mlc.loop``), vectorized ops 
 vectorized (with their small init fills, then the cleanup patterns of
 ``vectorize_children_and_apply_patterns``: reductions become ``vector.contract``),
 unrolled loops unrolled, tensorized ops replaced, and every function is canonicalized.
+Peeled loops (``transform.loop.peel``, nested ones in each copy of the outer) are split
+before the blocks below them are vectorized, so that their main loops' tiles are static.
 Sampling decisions appear as ``transform.tune.knob`` ops with their ``selected`` value.
 """
 
@@ -286,16 +288,49 @@ class _FuncEmitter:
                 self._annotate(self.block_h[block.name], "mlc.blockize", f"{block.name}_o")
             if block.tensorized:
                 self._annotate(self.block_h[block.name], "mlc.tensorize", block.tensorized)
+        # Blocks below peeled loops are vectorized after the peel (and after the unrolling
+        # of the loops inside, in each copy): then every tile of a main loop has static
+        # sizes and vectorizes without masks; only a remainder's tiles are masked.
+        # (Vectorized first, the masks of a partial column tile were lowered to element
+        # lists that still masked every tile of the main loop after the peel: 127 x 127
+        # ran at 40% of the speed of 128 x 128.) The other blocks are vectorized first.
+        peeled = self._peeled()
+        under = {b.name for b in order if peeled & set(b.path)}
         vectorized = False
-        for block in order:
-            loops = [st.loops[u] for u in block.path]
-            if loops and loops[-1].kind == "vectorized":
-                sizes = [st.step(block, len(loops) - 2, d) for d in range(block.info.ndims)]
-                structured.VectorizeOp(self.block_h[block.name], sizes)
-                self._vectorize_init(block)
-                vectorized = True
-        if vectorized:
+        for block in order:  # blocks outside the peeled loops: as they are
+            if block.name not in under:
+                vectorized |= self._vectorize(block, None)
+        if vectorized:  # (slices folded into the transfers before any canonicalization)
             self._vector_cleanup()
+        copies = None
+        if peeled:
+            copies = self._peel(order)
+            self._unroll(order, copies)
+            # constants folded into the tiles' shapes, the dead originals of fused ops
+            # erased (and one-trip remainder loops inlined: the copies are found by name)
+            with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                transform.ApplyCanonicalizationPatternsOp()
+            inside = False
+            for block in order:
+                if block.name in under:
+                    inside |= self._vectorize(block, copies)
+            if inside:
+                # contractions formed as the constant masks of the remainders fold, then
+                # lowered to FMAs here: a masked vector.contract left to the build's
+                # vector-opt stage kept the remainder's accumulators in memory (the 15
+                # columns of 127 x 127 cost more than its 112 full ones)
+                with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                    tvector.ApplyVectorReductionToContractPatternsOp()
+                    transform.ApplyCanonicalizationPatternsOp()
+                self._vector_cleanup()
+                with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                    tvector.ApplyLowerContractionPatternsOp(
+                        lowering_strategy=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2))  # outerproduct
+                    tvector.ApplyLowerOuterProductPatternsOp()
+                    tvector.ApplyLowerMasksPatternsOp()
+                    transform.ApplyCanonicalizationPatternsOp()
+            vectorized |= inside
+        if vectorized:
             if st.rfactors:  # lanes of partial sums: elementwise FMAs; rank-1 transfers (the
                 # build then folds the reads of the expanded inputs)
                 with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
@@ -304,33 +339,59 @@ class _FuncEmitter:
                 with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
                     tvector.ApplyCastAwayVectorLeadingOneDimPatternsOp()
                     transform.ApplyCanonicalizationPatternsOp()
-        self._unroll(order, self._peel(order))
+        if copies is None:
+            self._unroll(order, {})
         with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
             transform.ApplyCanonicalizationPatternsOp()
         transform.ApplyCommonSubexpressionEliminationOp(self.func_h)
 
-    def _peel(self, order: list[BlockState]) -> dict[int, tuple[ir.Value, ir.Value]]:
-        """``transform.loop.peel`` of every peeled loop with a partial last tile; returns
-        ``{uid: (main loop, remainder)}``. The unrolled loops inside are tagged first
-        (``mlc.unroll``) so that they are found again in both copies."""
-        peeled = {uid: lp for uid, lp in self.state.loops.items()
-                  if lp.peel is not None and uid in self.loop_h
-                  and any(r != 0 for dims in lp.peel.values() for r in dims.values())}
-        out: dict[int, tuple[ir.Value, ir.Value]] = {}
+    def _peeled(self) -> set[int]:
+        """The peeled loops with a partial last tile (the others have nothing to peel)."""
+        return {uid for uid, lp in self.state.loops.items()
+                if lp.peel is not None and uid in self.loop_h
+                and any(r != 0 for dims in lp.peel.values() for r in dims.values())}
+
+    def _peel(self, order: list[BlockState]) -> dict[int, list[tuple[ir.Value, frozenset[int]]]]:
+        """``transform.loop.peel`` of every peeled loop with a partial last tile, outermost
+        first; returns ``{uid: [(copy, remainders), ...]}``: the main loop and the remainder
+        made in each copy of the peeled loops around it, each with the set of peeled loops
+        taken in their remainder there (``{}`` for the main loop of an outermost peel).
+
+        The unrolled loops below a peeled loop, and the peeled loops below another, are
+        tagged first (``mlc.unroll`` / ``mlc.peel``) so that they are found again in every
+        copy. A block's peeled loops iterate different dims (``FuncState`` checks), so the
+        remainder of an inner one is the same in every copy of the outer ones: two peeled
+        loops give four copies (full tiles, partial rows, partial columns, the corner)."""
+        st = self.state
+        peeled = self._peeled()
+        around: dict[int, int | None] = {}  # peeled loop -> the innermost peeled loop around it
+        depth: dict[int, int] = {}
         for block in order:
             path = block.path
             for i, uid in enumerate(path):
-                if self.state.loops[uid].kind == "unrolled" and any(u in peeled for u in path[:i]):
+                outer = [u for u in path[:i] if u in peeled]
+                if uid in peeled:
+                    around.setdefault(uid, outer[-1] if outer else None)
+                    depth[uid] = max(depth.get(uid, 0), i)
+                    if outer:
+                        self._annotate(self.loop_h[uid], "mlc.peel", str(uid))
+                elif st.loops[uid].kind == "unrolled" and outer:
                     self._annotate(self.loop_h[uid], "mlc.unroll", str(uid))
-        for uid in peeled:
-            loop = transform.CastOp(transform.OperationType.get("scf.for"), self.loop_h[uid]).result
-            op = tloop.LoopPeelOp(self.any, self.any, loop)
-            out[uid] = (op.peeled_loop, op.remainder_loop)
+        out: dict[int, list[tuple[ir.Value, frozenset[int]]]] = {}
+        for uid in sorted(peeled, key=lambda u: depth[u]):
+            parent = around[uid]
+            scopes = [(None, frozenset())] if parent is None else out[parent]
+            out[uid] = []
+            for scope, rem in scopes:
+                handle = self.loop_h[uid] if scope is None else self._match(scope, "mlc.peel", str(uid), ["scf.for"])
+                loop = transform.CastOp(transform.OperationType.get("scf.for"), handle).result
+                op = tloop.LoopPeelOp(self.any, self.any, loop)
+                out[uid] += [(op.peeled_loop, rem), (op.remainder_loop, rem | {uid})]
         return out
 
-    def _unroll(self, order: list[BlockState], peeled: dict[int, tuple[ir.Value, ir.Value]]) -> None:
-        """Unroll every unrolled loop by its trip count, innermost first; inside a peeled
-        loop, in the main loop and in the remainder, each by its own trip count."""
+    def _unroll(self, order: list[BlockState], peeled: dict[int, list[tuple[ir.Value, frozenset[int]]]]) -> None:
+        """Unroll every unrolled loop by its trip count, innermost first; inside peeled
+        loops, in every copy (main loops and remainders), each by its own trip count."""
         st = self.state
         unrolled: dict[int, tuple[int, BlockState]] = {}
         for block in order:
@@ -338,16 +399,29 @@ class _FuncEmitter:
                 if st.loops[uid].kind == "unrolled" and uid not in unrolled:
                     unrolled[uid] = (i, block)
         for uid, (i, block) in sorted(unrolled.items(), key=lambda kv: -kv[1][0]):
-            outer = next((u for u in block.path[:i] if u in peeled), None)
+            outer = next((u for u in reversed(block.path[:i]) if u in peeled), None)
             if outer is None:
                 tloop.LoopUnrollOp(self.loop_h[uid], factor=st.trip_count(block, i))
                 continue
-            for scope, rem in zip(peeled[outer], (frozenset(), frozenset({outer}))):
+            for scope, rem in peeled[outer]:
                 trips = st.trip_count(block, i, rem)
                 if trips is not None:
                     tloop.LoopUnrollOp(self._match(scope, "mlc.unroll", str(uid), ["scf.for"]), factor=trips)
 
-    def _vectorize_init(self, block: BlockState) -> None:
+    def _vectorize(self, block: BlockState, copies: dict | None) -> bool:
+        """Vectorize ``block`` (and its small init fill) if its innermost loop is vectorized;
+        after a peel (``copies``), every copy of its op. Returns whether it was."""
+        st = self.state
+        loops = [st.loops[u] for u in block.path]
+        if not loops or loops[-1].kind != "vectorized":
+            return False
+        sizes = [st.step(block, len(loops) - 2, d) for d in range(block.info.ndims)]
+        structured.VectorizeOp(self.block_h[block.name] if copies is None
+                               else self._match(self.func_h, "mlc.block", block.name), sizes)
+        self._vectorize_init(block, copies)
+        return True
+
+    def _vectorize_init(self, block: BlockState, copies: dict | None = None) -> None:
         """Vectorize the init fill of a vectorized reduction block when its tile is small.
 
         As in TVM, where ``decompose_reduction`` gives the init block copies of the
@@ -363,9 +437,9 @@ class _FuncEmitter:
             return
         depth, sizes = tile
         # matched inside its loop: the original fill, dead after fusion, is still in the function
-        scope = self.loop_h[block.path[depth - 1]] if depth else self.func_h
-        fill = self._match(scope, "mlc.block_init", block.name)
-        structured.VectorizeOp(fill, sizes)
+        # (after a peel, erased by the canonicalization: every copy is matched in the function)
+        scope = self.loop_h[block.path[depth - 1]] if depth and copies is None else self.func_h
+        structured.VectorizeOp(self._match(scope, "mlc.block_init", block.name), sizes)
 
     def _vector_cleanup(self) -> None:
         """The patterns ``vectorize_children_and_apply_patterns`` applies after vectorizing.

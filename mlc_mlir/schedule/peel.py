@@ -27,7 +27,8 @@ class PeelPrimitives:
 
         Preconditions: ``loop`` is a serial loop of one block (peel before compute_at /
         reverse_compute_at, like split), emitted as a loop (a loop inside the linalg op has
-        nothing to peel: split it first), and the block has no other peeled loop. When the
+        nothing to peel: split it first), and no other peeled loop of the block iterates the
+        same dim (rows and columns may both be peeled: four copies). When the
         step divides the extent there is no partial tile: the peel changes nothing (so a
         tuner may keep it in a trace whose decisions change). Loops inside ``loop`` have
         static trip counts again (``unroll`` them after the peel).

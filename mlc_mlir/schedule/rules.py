@@ -265,7 +265,25 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
     par = bool(int(sm.choose(_par_options(tgt), int(want))))
     nr_cap = _columns_cap(ei if kind.i is not None else 1, mr_cap, nr_cap, tgt, info)
     lanes = tgt.vector_lanes(info.element_type)
-    (j0, j1), nr = sm.split(by_dim[kind.j], ext[kind.j], _column_tile(ext[kind.j], nr_cap, lanes), nr_cap)
+    ej = ext[kind.j]
+    # columns whose divisors cannot fill the tile (127, 100, 1000 = 62 x 16 + 8): whole-vector
+    # tiles and the partial last one peeled (127 x 127: 9 GFLOP/s in 1-column tiles, 86 so)
+    # (a peeled loop cannot run in parallel, nor sit in one whose last block is partial: on
+    # several cores with rows that do not split evenly, the columns are shared by the cores
+    # instead, as divisor tiles, unless those are narrower than a vector; a decision)
+    peelable = (ej is not None and ej > nr_cap and nr_cap % lanes == 0
+                and _column_tile(ej, nr_cap, lanes) < nr_cap)
+    rows_even = (kind.i is not None and ei is not None and not kind.batch and ei % cores == 0
+                 and ei // cores >= 2)
+    col_peel = peelable and bool(int(sm.choose([0, 1], int(
+        not par or rows_even or _column_tile(ej, nr_cap, lanes) < lanes))))
+    if col_peel:
+        widths = list(range(lanes, nr_cap + 1, lanes))
+        nr_rv = sm.choose(widths, widths[-1])
+        j0, j1 = sch.split(by_dim[kind.j], [None, nr_rv])
+        nr = int(nr_rv)
+    else:
+        (j0, j1), nr = sm.split(by_dim[kind.j], ej, _column_tile(ej, nr_cap, lanes), nr_cap)
     outer, inner, peel, mr = [j0], [j1], None, 1
     if kind.i is not None:
         rows, lead = by_dim[kind.i], []
@@ -275,7 +293,7 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
             # one block per core: of rows, or of column tiles (every core gets all the rows: one
             # partial row tile in all, not one per block)
             rows_ok = par and not kind.batch and ei % cores == 0 and ei // cores >= 2
-            cols_ok = par and not kind.batch and (ext[kind.j] // nr) % cores == 0
+            cols_ok = par and not kind.batch and not col_peel and (ext[kind.j] // nr) % cores == 0
             if cols_ok and (not rows_ok or int(sm.choose([0, 1], 0))):
                 jp, j0 = sch.split(j0, [cores, None])
                 lead = [jp]
@@ -288,6 +306,8 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
     sch.reorder(*[by_dim[d] for d in kind.batch], *outer, *[by_dim[d] for d in kind.reduce], *inner)
     if peel is not None:
         sch.peel(peel)
+    if col_peel:
+        sch.peel(j0)
     sch.vectorize(j1)
     if kind.i is not None and mr > 1:
         sch.unroll(inner[0])
@@ -308,7 +328,10 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
     if info.has_init and None not in ext:  # (a symbolic extent's init tile does not vectorize)
         sch.decompose_reduction(block, by_dim[kind.reduce[0]])
     if par:  # (a peeled loop stays serial: then the next one out runs in parallel)
-        _try(sch.parallel, next(lp for lp in [by_dim[d] for d in kind.batch] + outer if lp is not peel))
+        top = next((lp for lp in [by_dim[d] for d in kind.batch] + outer
+                    if lp is not peel and not (col_peel and lp is j0)), None)
+        if top is not None:
+            _try(sch.parallel, top)
     return done
 
 
@@ -324,7 +347,9 @@ def _columns_cap(rows: int | None, mr_cap: int, nr_cap: int, tgt: Target, info: 
     lanes = tgt.vector_lanes(info.element_type)
     regs = tgt.vector_registers
     nv = max(v for v in range(1, regs + 1) if rows * v + (v if rows > 1 else 0) + 1 <= regs)
-    return max(nr_cap, min(nv, 8) * lanes)
+    nv = 1 << (min(nv, 8).bit_length() - 1)  # a power of two: 3 rows x 3 vectors (24 f32
+    # columns) ran at 6 GFLOP/s (3 x 120 x 512), 3 x 2 vectors at 40
+    return max(nr_cap, nv * lanes)
 
 
 def _epilogue(info: BlockInfo, blocks: list[BlockInfo]) -> list[BlockInfo]:

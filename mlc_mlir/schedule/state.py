@@ -265,8 +265,14 @@ class FuncState:
                     if block.info.is_reduction(d):
                         raise ScheduleError(f"block {name!r}: loop {loop.name} is a reduction loop and cannot be "
                                             f"{loop.kind}")
-        if sum(self.loops[u].peel is not None for u in block.path) > 1:
-            raise ScheduleError(f"block {name!r}: at most one of its loops can be peeled")
+        peeled_dims: dict[int, str] = {}
+        for uid in block.path:
+            if self.loops[uid].peel is not None:
+                for d, _ in self.loops[uid].parts[name]:
+                    if d in peeled_dims:
+                        raise ScheduleError(f"block {name!r}: loops {peeled_dims[d]} and {self.loops[uid].name} "
+                                            "both peel the same dim; peel one loop per dim")
+                    peeled_dims[d] = self.loops[uid].name
         for i, uid in enumerate(block.path[:len(block.path) - self.implicit_suffix(block)]):
             for d, _ in self.loops[uid].parts[name]:
                 if self.step(block, i, d) is None:

@@ -130,7 +130,7 @@ def test_tunable():
 # CHECK-NEXT: sch.compute_at(block=[[BL]], loop=[[K0]])
 # CHECK: sch.parallel(
 # The IR: per core and k block, the 512 x 64 panel of B copied once (vectors of 64), then 21
-# full 6-row tiles of 16 columns (6 contractions of one A element by the same B row per
+# full 6-row tiles of 16 columns (6 FMAs of one A element by the same B row per
 # k step, 8 k steps per iteration: 48), then the 2-row remainder (2 per k step: 16), all
 # reading the local panel.
 # CHECK: scf.forall (%{{.*}}) in (2)
@@ -141,15 +141,19 @@ def test_tunable():
 # CHECK: scf.for %{{.*}} = %c0 to %c126 step %c6
 # CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
 # CHECK: scf.for %{{.*}} = %c0 to %c512 step %c8
+# (peeled tiles are vectorized after the peel, at static shapes, and their contractions
+# lowered there: each k step of a row is one FMA of a broadcast A element by the B row)
 # CHECK: %[[BROW:.*]] = vector.transfer_read %[[PACKED]]{{.*}} vector<1x16xf32>
-# CHECK-COUNT-6: vector.contract {{.*}} %[[BROW]], {{.*}} into vector<1x16xf32>
+# CHECK: %[[B16:.*]] = vector.extract %[[BROW]][0] : vector<16xf32> from vector<1x16xf32>
+# CHECK-COUNT-6: vector.fma {{.*}}, %[[B16]], {{.*}} : vector<16xf32>
 # CHECK: scf.yield
 # CHECK: tensor.extract_slice {{.*}}[126, 0] [2, 64]
 # CHECK: %[[BROW2:.*]] = vector.transfer_read %[[PACKED]]{{.*}} vector<1x16xf32>
-# CHECK-COUNT-2: vector.contract {{.*}} %[[BROW2]], {{.*}} into vector<1x16xf32>
-# (the second row's contraction with the first B row comes after the first row's 8: 7 left)
-# CHECK-COUNT-7: vector.contract {{.*}} into vector<1x16xf32>
-# CHECK-NOT: vector.contract
+# CHECK: %[[B2:.*]] = vector.extract %[[BROW2]][0] : vector<16xf32> from vector<1x16xf32>
+# CHECK-COUNT-2: vector.fma {{.*}}, %[[B2]], {{.*}} : vector<16xf32>
+# (the second row's FMA with the first B row comes after the first row's 8: 7 left)
+# CHECK-COUNT-7: vector.fma {{.*}} : vector<16xf32>
+# CHECK-NOT: vector.fma
 # CHECK: scf.forall.in_parallel
 @run
 def test_large_contraction_cache_blocks():
@@ -167,8 +171,9 @@ def test_large_contraction_cache_blocks():
 
 # Fewer rows than the tile's 6 (a row vector times a matrix: batch 1): the columns widen so
 # that the accumulators still fill the registers and hide the FMA latency: 1 row -> 8
-# vectors (64 f32: 8 accumulators, B from memory), 3 rows -> at most 3 vectors (9 accumulators +
-# 3 B + 1 broadcast; 24 does not divide 128, so 16), 6 rows or more -> the plain 6 x 16 tile.
+# vectors (64 f32: 8 accumulators, B from memory), 3 rows -> 2 vectors (3 would fit the
+# registers, 9 accumulators + 3 B + 1 broadcast, but a power of two is taken: 3 x 24 ran at
+# 6 GFLOP/s), 6 rows or more -> the plain 6 x 16 tile.
 # CHECK-LABEL: TEST: test_few_rows_widen_the_columns
 # CHECK: rows 1: sch.split(loop={{l[0-9]+}}, factors=[None, 64])
 # CHECK: rows 3: sch.split(loop={{l[0-9]+}}, factors=[None, 16])
@@ -186,16 +191,19 @@ def test_few_rows_widen_the_columns():
     print(sch.mod)
 
 
-# Columns that are not whole vectors (10 outputs): a tile of at most one vector (5), not
-# one vector<10xf32> per row (6x slower); 72 columns: whole vectors (8), not 12.
+# Columns that are not whole vectors (10 outputs, fewer than the tile): a tile of at most one
+# vector (5), not one vector<10xf32> per row (6x slower). More columns than the tile whose
+# divisors cannot fill it (72 = 4 x 16 + 8, 127 = 7 x 16 + 15): full 16-column tiles and
+# the partial last one peeled (127 x 127 ran at 9 GFLOP/s in 1-column tiles, 86 so).
 # CHECK-LABEL: TEST: test_columns_whole_vectors_or_at_most_one
-# CHECK: cols 10: sch.split(loop={{l[0-9]+}}, factors=[None, 5])
-# CHECK: cols 72: sch.split(loop={{l[0-9]+}}, factors=[None, 8])
-# CHECK: cols 128: sch.split(loop={{l[0-9]+}}, factors=[None, 16])
+# CHECK: cols 10: sch.split(loop={{l[0-9]+}}, factors=[None, 5]) peeled: 1
+# CHECK: cols 72: sch.split(loop={{l[0-9]+}}, factors=[None, 16]) peeled: 2
+# CHECK: cols 127: sch.split(loop={{l[0-9]+}}, factors=[None, 16]) peeled: 2
+# CHECK: cols 128: sch.split(loop={{l[0-9]+}}, factors=[None, 16]) peeled: 1
 @run
 def test_columns_whole_vectors_or_at_most_one():
-    for cols in (10, 72, 128):
+    for cols in (10, 72, 127, 128):
         sch = mlc.Schedule(matmul_relu(64, cols, 32))
         apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
         split = next(line for line in str(sch.trace).splitlines() if "sch.split(" in line)
-        print(f"cols {cols}: {split.strip().split(' = ')[-1]}")
+        print(f"cols {cols}: {split.strip().split(' = ')[-1]} peeled: {str(sch.trace).count('sch.peel(')}")

@@ -1,0 +1,111 @@
+"""Peeling rows and columns of one block (four copies: full tiles, partial rows, partial
+columns, the corner), and the default rules on column counts whose divisors cannot fill the
+register tile (127, 100, 72, 1000): full whole-vector tiles with the partial last one
+peeled. Numerics against NumPy; the IR of the main loop has no masks."""
+
+import numpy as np
+import pytest
+
+import mlc_mlir as mlc
+from mlc_mlir import te
+from mlc_mlir.schedule import Schedule, Trace
+from mlc_mlir.schedule.rules import apply_rules
+
+
+def linear_relu(m: int, n: int, k: int) -> mlc.Module:
+    x = te.placeholder((m, k), "float32", name="x")
+    w = te.placeholder((k, n), "float32", name="w")
+    r = te.reduce_axis((0, k), "r")
+    y = te.compute((m, n), lambda i, j: te.sum(x[i, r] * w[r, j], axis=r), name="Y")
+    c = te.compute((m, n), lambda i, j: te.max(y[i, j], 0), name="C")
+    return te.create_prim_func([x, w, c], name="linear")
+
+
+def run(mod: mlc.Module, m: int, n: int, k: int, rng) -> None:
+    x, w = rng.standard_normal((m, k)).astype("float32"), rng.standard_normal((k, n)).astype("float32")
+    out = np.zeros((m, n), "float32")
+    mlc.build(mod)["linear"](x, w, out)
+    np.testing.assert_allclose(out, np.maximum(x @ w, 0), rtol=1e-4, atol=1e-4)
+
+
+def peel_both(m: int, n: int, k: int, mr: int = 6, nr: int = 16) -> Schedule:
+    sch = Schedule(linear_relu(m, n, k))
+    b = sch.get_block("Y")
+    i, j, kk = sch.get_loops(b)
+    i0, i1 = sch.split(i, [None, mr])
+    j0, j1 = sch.split(j, [None, nr])
+    sch.reorder(i0, j0, kk, i1, j1)
+    sch.peel(i0)
+    sch.peel(j0)
+    sch.vectorize(j1)
+    sch.unroll(i1)
+    sch.reverse_compute_at(sch.get_block("C"), j0)
+    sch.decompose_reduction(b, kk)
+    return sch
+
+
+@pytest.mark.parametrize("m,n,k", [(127, 127, 127), (13, 37, 9), (6, 17, 5), (7, 16, 3), (128, 120, 64)])
+def test_rows_and_columns_peeled_equal_numpy(rng, m, n, k):
+    run(peel_both(m, n, k).mod, m, n, k, rng)
+
+
+def test_main_loop_has_no_masks():
+    text = str(peel_both(127, 127, 32).mod)
+    main = text.split('{mlc.loop = "k"}')[0]  # the first k loop: the full 6 x 16 tiles
+    assert "scf.for %arg3 = %c0 to %c126 step %c6" in main and "to %c112 step %c16" in main
+    assert "vector.mask" not in main and "create_mask" not in main
+    assert main.count("vector.fma") == 6  # 6 rows x one k step, on vector<16xf32>
+    assert "vector.maskedload" in text or "vector.transfer_read" in text  # the remainders
+
+
+def test_peeled_trace_replays_to_the_same_ir():
+    sch = peel_both(127, 127, 32)
+    again = Schedule(linear_relu(127, 127, 32)).replay(Trace.from_json(sch.trace.as_json(), sch.mod))
+    assert str(again.mod) == str(sch.mod)
+
+
+def test_same_dim_peeled_twice_is_refused():
+    sch = Schedule(linear_relu(64, 64, 8))
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    i0, i1 = sch.split(i, [None, 6])
+    sch.peel(i0)
+    i10, _ = sch.split(i1, [None, 4])
+    with pytest.raises(mlc.ScheduleError, match="both peel the same dim"):
+        sch.peel(i10)
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+@pytest.mark.parametrize("m,n,k", [(127, 127, 127), (100, 100, 100), (64, 72, 32), (301, 120, 64), (6, 1000, 40),
+                                   (1, 1000, 64), (3, 120, 50)])
+def test_rules_on_odd_columns_equal_numpy(rng, cores, m, n, k):
+    sch = Schedule(linear_relu(m, n, k))
+    apply_rules(sch, f"llvm -num-cores={cores}")
+    run(sch.mod, m, n, k, rng)
+
+
+def test_rules_peel_the_columns_where_divisors_cannot_fill_the_tile():
+    for n, peels in [(127, 2), (1000, 2), (128, 1), (10, 1)]:  # (rows 64: 64 % 6 peels the rows)
+        sch = Schedule(linear_relu(64, n, 16))
+        apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
+        assert str(sch.trace).count("sch.peel(") == peels, (n, str(sch.trace))
+
+
+def test_tuner_can_turn_the_column_peel_off():
+    """The column peel is a decision (tunable): with the other option the column tile is a
+    divisor again, and the result still equals NumPy."""
+    sites = []
+
+    def decide(site, n, default):
+        sites.append((n, default))
+        return default
+
+    sch = Schedule(linear_relu(127, 127, 16))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=1", decide=decide)
+    assert "sch.peel(" in str(sch.trace)
+    # the column-peel site: two options, default 1; flip it
+    flip = next(i for i, (n, d) in enumerate(sites) if n == 2 and d == 1)
+    sch2 = Schedule(linear_relu(127, 127, 16))
+    apply_rules(sch2, "llvm -mcpu=haswell -num-cores=1",
+                decide=lambda site, n, default: 1 - default if site == flip else default)
+    assert str(sch2.trace).count("sch.peel(") == 1
+    run(sch2.mod, 127, 127, 16, np.random.default_rng(0))
