@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402  (bench_common sets the OpenMP environment firs
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import mlc_mlir as mlc  # noqa: E402
+from mlc_mlir import te  # noqa: E402
 from matmul_schedules import blocked_schedule, matmul_text, primitive_schedule, render_script  # noqa: E402
 from mlc_mlir.compiler.passes import memref_abi  # noqa: E402
 from mlc_mlir.compiler.pipeline import openmp_lib  # noqa: E402
@@ -60,6 +61,18 @@ def ch2_schedule(mod: mlc.Module, jfactor: int = 32) -> mlc.Module:
     sch.reorder(j0, k, j1)
     sch.reverse_compute_at(sch.get_block("C"), j0)
     return sch.mod
+
+
+ODD_SHAPES = [(127, 127, 127), (100, 100, 100), (64, 72, 784), (257, 257, 257)]
+
+
+def matmul_mnk(m: int, n: int, k: int) -> mlc.Module:
+    """``main(A, B, C)``: C = A @ B for an m x k and a k x n matrix (block ``Y``)."""
+    a = te.placeholder((m, k), "float32", name="A")
+    b = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), "r")
+    y = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="Y")
+    return te.create_prim_func([a, b, y], name="main")
 
 
 def rules(mod: mlc.Module) -> mlc.Module:
@@ -134,6 +147,18 @@ def main() -> None:
         number = 5 * reps if label.endswith("no schedule") else 50 * reps
         figs.append(kernel_figure(label, m, (a, b, c), ref, number, threads, omp, 2 * n**3,
                                   references(a, b, True, threads, number)))
+    measure(figs, rounds)
+
+    # shapes whose column count no whole-vector tile divides: the rules peel the columns
+    # (and the rows) so that every tile of the main loops is a full 6 x 16 one
+    figs = []
+    for m_, n_, k_ in ODD_SHAPES:
+        a, b = rng.standard_normal((m_, k_), dtype=np.float32), rng.standard_normal((k_, n_), dtype=np.float32)
+        c = np.zeros((m_, n_), np.float32)
+        number = max(1, int(2e7 / (m_ * n_ * k_))) * reps
+        figs.append(kernel_figure(f"matmul {m_}x{n_}x{k_}, default rules", rules(matmul_mnk(m_, n_, k_)),
+                                  (a, b, c), a @ b, number, 1, omp, 2 * m_ * n_ * k_,
+                                  references(a, b, False, 1, number)))
     measure(figs, rounds)
 
     n = 1024
