@@ -305,9 +305,19 @@ class _FuncEmitter:
         copies = None
         if peeled:
             copies = self._peel(order)
-            self._unroll(order, copies)
-            # constants folded into the tiles' shapes, the dead originals of fused ops
-            # erased (and one-trip remainder loops inlined: the copies are found by name)
+            # Each copy's unrolled loops are tagged with their trip count there, then the
+            # function is canonicalized (constants folded into the tiles' shapes, the dead
+            # originals of fused ops erased, one-trip remainder loops inlined) and the
+            # ``affine.min`` tile sizes of parallel loops inside a peeled one simplified by
+            # the loop bounds (127 rows on 2 cores: the 21 full tiles of the first 126 rows);
+            # then the tagged loops are unrolled, found by their tags.
+            tags = self._unroll(order, copies, tag=True)
+            with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                transform.ApplyCanonicalizationPatternsOp()
+            with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                tloop.ApplyForLoopCanonicalizationPatternsOp()
+            for tag, trips in tags:
+                tloop.LoopUnrollOp(self._match(self.func_h, "mlc.unroll_at", tag, ["scf.for"]), factor=trips)
             with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
                 transform.ApplyCanonicalizationPatternsOp()
             inside = False
@@ -389,24 +399,38 @@ class _FuncEmitter:
                 out[uid] += [(op.peeled_loop, rem), (op.remainder_loop, rem | {uid})]
         return out
 
-    def _unroll(self, order: list[BlockState], peeled: dict[int, list[tuple[ir.Value, frozenset[int]]]]) -> None:
+    def _unroll(self, order: list[BlockState], peeled: dict[int, list[tuple[ir.Value, frozenset[int]]]],
+                tag: bool = False) -> list[tuple[str, int]]:
         """Unroll every unrolled loop by its trip count, innermost first; inside peeled
-        loops, in every copy (main loops and remainders), each by its own trip count."""
+        loops, in every copy (main loops and remainders), each by its own trip count.
+        With ``tag``, annotate each loop (``mlc.unroll_at = "uid:trips"``) instead, and
+        return the tags with their trip counts, innermost loops first, to unroll later."""
         st = self.state
         unrolled: dict[int, tuple[int, BlockState]] = {}
         for block in order:
             for i, uid in enumerate(block.path):
                 if st.loops[uid].kind == "unrolled" and uid not in unrolled:
                     unrolled[uid] = (i, block)
+        tags: list[tuple[str, int]] = []
+
+        def unroll(handle: ir.Value, uid: int, trips: int) -> None:
+            if not tag:
+                tloop.LoopUnrollOp(handle, factor=trips)
+                return
+            self._annotate(handle, "mlc.unroll_at", f"{uid}:{trips}")
+            if (f"{uid}:{trips}", trips) not in tags:
+                tags.append((f"{uid}:{trips}", trips))
+
         for uid, (i, block) in sorted(unrolled.items(), key=lambda kv: -kv[1][0]):
             outer = next((u for u in reversed(block.path[:i]) if u in peeled), None)
             if outer is None:
-                tloop.LoopUnrollOp(self.loop_h[uid], factor=st.trip_count(block, i))
+                unroll(self.loop_h[uid], uid, st.trip_count(block, i))
                 continue
             for scope, rem in peeled[outer]:
                 trips = st.trip_count(block, i, rem)
                 if trips is not None:
-                    tloop.LoopUnrollOp(self._match(scope, "mlc.unroll", str(uid), ["scf.for"]), factor=trips)
+                    unroll(self._match(scope, "mlc.unroll", str(uid), ["scf.for"]), uid, trips)
+        return tags
 
     def _vectorize(self, block: BlockState, copies: dict | None) -> bool:
         """Vectorize ``block`` (and its small init fill) if its innermost loop is vectorized;

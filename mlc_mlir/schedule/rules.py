@@ -77,8 +77,9 @@ __all__ = ["apply_rules", "default_schedule", "graph_default_schedule", "registe
            "PARALLEL_MIN_ELEMENTS", "LARGE_MACS", "K_BLOCK", "NC_BLOCK", "KC_BLOCK", "K_UNROLL"]
 
 #: a contraction runs its outer loop in parallel from this many multiply-adds (OpenMP
-#: start-up costs a few microseconds)
-PARALLEL_MIN_FLOPS = 1 << 21
+#: start-up costs about a microsecond with spinning workers: on 2 cores 64 x 128 x 64 took
+#: 11.5 us on one, 7.1 on two; 64^3 5.8 and 4.0, too close to a worker's wake-up)
+PARALLEL_MIN_FLOPS = 1 << 19
 #: an elementwise block runs its outer loop in parallel from this many elements
 PARALLEL_MIN_ELEMENTS = 1 << 17
 
@@ -268,15 +269,10 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
     ej = ext[kind.j]
     # columns whose divisors cannot fill the tile (127, 100, 1000 = 62 x 16 + 8): whole-vector
     # tiles and the partial last one peeled (127 x 127: 9 GFLOP/s in 1-column tiles, 86 so)
-    # (a peeled loop cannot run in parallel, nor sit in one whose last block is partial: on
-    # several cores with rows that do not split evenly, the columns are shared by the cores
-    # instead, as divisor tiles, unless those are narrower than a vector; a decision)
+    # (a decision: without it, divisor tiles, which the cores may share as column blocks)
     peelable = (ej is not None and ej > nr_cap and nr_cap % lanes == 0
                 and _column_tile(ej, nr_cap, lanes) < nr_cap)
-    rows_even = (kind.i is not None and ei is not None and not kind.batch and ei % cores == 0
-                 and ei // cores >= 2)
-    col_peel = peelable and bool(int(sm.choose([0, 1], int(
-        not par or rows_even or _column_tile(ej, nr_cap, lanes) < lanes))))
+    col_peel = peelable and bool(int(sm.choose([0, 1], 1)))
     if col_peel:
         widths = list(range(lanes, nr_cap + 1, lanes))
         nr_rv = sm.choose(widths, widths[-1])
@@ -294,14 +290,30 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
             # partial row tile in all, not one per block)
             rows_ok = par and not kind.batch and ei % cores == 0 and ei // cores >= 2
             cols_ok = par and not kind.batch and not col_peel and (ext[kind.j] // nr) % cores == 0
+            head_ok = par and not kind.batch and not rows_ok and ei >= 2 * mr_cap
             if cols_ok and (not rows_ok or int(sm.choose([0, 1], 0))):
                 jp, j0 = sch.split(j0, [cores, None])
                 lead = [jp]
+                head_ok = False
             elif rows_ok:
                 ip, rows = sch.split(rows, [cores, None])
                 lead, ei = [ip], ei // cores
-            (i0, i1), mr = _register_rows(sm, sch, rows, ei, mr_cap)
-            peel = i0 if ei % mr else None
+            if head_ok:
+                # rows that do not split evenly over the cores (127): the rows of the full
+                # tiles first, their tiles shared by the cores, then the partial tile (the
+                # outer loop peeled: a peeled loop cannot run in parallel, nor sit inside
+                # a parallel one whose blocks differ)
+                mr_rv = sm.choose(list(range(1, mr_cap + 1)), mr_cap)
+                mr = int(mr_rv)
+                full = mr * (ei // mr)
+                if full < ei:
+                    head, rows = sch.split(rows, [None, full])
+                    lead = [head]
+                i0, i1 = sch.split(rows, [None, mr_rv])
+                peel = lead[0] if lead else None
+            else:
+                (i0, i1), mr = _register_rows(sm, sch, rows, ei, mr_cap)
+                peel = i0 if ei % mr else None
         outer, inner = [*lead, i0, j0], [i1, j1]
     sch.reorder(*[by_dim[d] for d in kind.batch], *outer, *[by_dim[d] for d in kind.reduce], *inner)
     if peel is not None:

@@ -109,3 +109,17 @@ def test_tuner_can_turn_the_column_peel_off():
                 decide=lambda site, n, default: 1 - default if site == flip else default)
     assert str(sch2.trace).count("sch.peel(") == 1
     run(sch2.mod, 127, 127, 16, np.random.default_rng(0))
+
+
+def test_odd_rows_on_two_cores_share_the_full_tiles():
+    """127 rows on 2 cores: the 126 rows of full tiles first (their 21 tiles shared by the
+    cores: a parallel loop inside the peeled one), then the last row; the tiles in the
+    parallel loop have constant sizes (no masks), and the result equals NumPy."""
+    sch = Schedule(linear_relu(127, 200, 64))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
+    trace = str(sch.trace)
+    assert "factors=[None, 126]" in trace and trace.count("sch.peel(") == 2 and "sch.parallel(" in trace
+    text = str(sch.mod)
+    main = text.split("scf.forall.in_parallel")[0]
+    assert "scf.forall" in main and "vector.mask" not in main and "affine.min" not in main
+    run(sch.mod, 127, 200, 64, np.random.default_rng(1))
