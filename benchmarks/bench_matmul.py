@@ -63,7 +63,7 @@ def ch2_schedule(mod: mlc.Module, jfactor: int = 32) -> mlc.Module:
     return sch.mod
 
 
-ODD_SHAPES = [(127, 127, 127), (100, 100, 100), (64, 72, 784), (257, 257, 257)]
+ODD_SHAPES = [(127, 127, 127), (100, 100, 100), (64, 72, 784), (257, 257, 257), (1000, 1000, 1000)]
 
 
 def matmul_mnk(m: int, n: int, k: int) -> mlc.Module:

@@ -31,6 +31,12 @@ KC_BLOCK = 512
 #: the large-contraction rule unrolls its k loop by up to this many steps (matmul 1024: by 8,
 #: 1.01-1.04x NumPy's one-thread time against 1.03-1.06x by 1, one process, interleaved)
 K_UNROLL = 8
+#: the column block when its full register tiles leave a partial one (peeled): wider, so
+#: that the partial tile is a small part of it (1000 columns: 200, 12 full tiles of 16 + 8),
+#: and k's block then smaller (a 250 x 200 panel of B): matmul 1000 1.10-1.13x NumPy's
+#: one-thread time against 1.24x with KC 500 and 1.44x in 12 x 8 tiles without the peel
+NC_PEELED = 256
+KC_PEELED = 256
 
 
 def _is_large(info: BlockInfo, kind: _Contraction) -> bool:
@@ -74,10 +80,19 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     # (the accumulators fill the registers less 4: AVX2 12 x 8)
     lanes = tgt.vector_lanes(info.element_type)
     nr = _column_tile(ej, nr_cap, lanes)
-    if nr == lanes and nr_cap > lanes:
-        mr_cap = max(mr_cap, tgt.vector_registers - 4)
-    nc_opts = [d for d in _divisors(ej, 512) if d % nr == 0] or [ej]
-    nc = sm.choose(nc_opts, max(d for d in nc_opts if d <= max(NC_BLOCK, nc_opts[0])))
+    # columns no full tile divides (1000 = 5 x 200, 200 = 12 x 16 + 8): the full tile, its
+    # partial last one peeled in each column block (a decision; without it, narrower tiles)
+    wide = [d for d in _divisors(ej, 512) if d % lanes == 0 and d > nr_cap]
+    col_peel = bool(nr < nr_cap and nr_cap % lanes == 0 and wide and int(sm.choose([0, 1], 1)))
+    if col_peel:
+        nr = nr_cap
+        nc_opts = wide
+        nc = sm.choose(nc_opts, max(d for d in nc_opts if d <= max(NC_PEELED, nc_opts[0])))
+    else:
+        if nr == lanes and nr_cap > lanes:
+            mr_cap = max(mr_cap, tgt.vector_registers - 4)
+        nc_opts = [d for d in _divisors(ej, 512) if d % nr == 0] or [ej]
+        nc = sm.choose(nc_opts, max(d for d in nc_opts if d <= max(NC_BLOCK, nc_opts[0])))
     col_blocks = ej // int(nc)
     # (serial: the columns outermost, no decision)
     on_cols = int(sm.choose([0, 1] if par else [1], int(not par or col_blocks % cores == 0 or col_blocks >= 4 * cores)))
@@ -89,7 +104,8 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     j0, jb = sch.split(loops[kind.j], [None, nc])
     jt, jr = sch.split(jb, [None, nr])
     kc_opts = [d for d in _divisors(ek, 1024) if d >= 64] or [ek]
-    kc = sm.choose(kc_opts, max(d for d in kc_opts if d <= max(KC_BLOCK, kc_opts[0])))
+    kc_block = KC_PEELED if col_peel else KC_BLOCK
+    kc = sm.choose(kc_opts, max(d for d in kc_opts if d <= max(kc_block, kc_opts[0])))
     k0, k1 = sch.split(loops[kd], [None, kc])
     # k steps per iteration of the k loop (unrolled inside the tile's rows): fewer loop
     # branches and address updates between the FMAs (unrolled outside the rows, each k step's
@@ -101,6 +117,8 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     sch.reorder(*outer, k0, it, jt, k1, ir, kr, jr)
     if rows % mr:
         sch.peel(it)
+    if col_peel:
+        sch.peel(jt)
     sch.vectorize(jr)
     if mr > 1:
         sch.unroll(ir)

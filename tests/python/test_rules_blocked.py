@@ -149,11 +149,30 @@ def test_large_matmul_odd_shapes_equal_numpy(shape):
 
 
 def test_large_matmul_columns_in_whole_vectors():
-    # 1000 columns: tiles of one vector (8), not of 10 (a vector and 2 lanes, 4x slower), with
-    # the rows that then fit the registers (12 accumulators + B + a broadcast: 12 x 8), the
-    # rows' remainder (1000 = 83 x 12 + 4) peeled
+    # 1000 columns: the full 6 x 16 tile in column blocks of 200 (12 tiles + a peeled partial
+    # one of 8 columns), k in blocks of 250; the rows' remainder (1000 = 166 x 6 + 4) peeled
     sch = Schedule(matmul_mnk(1000, 1000, 1000))
     apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
     text = str(sch.trace)
-    assert "factors=[None, 8])" in text and "factors=[None, 12])" in text and "sch.peel(" in text
-    assert "factors=[None, 10])" not in text
+    for factor in (200, 16, 6, 250):
+        assert f"factors=[None, {factor}])" in text, text
+    assert text.count("sch.peel(") == 2 and "factors=[None, 10])" not in text
+
+
+def test_large_matmul_without_the_column_peel():
+    # the column peel is a decision: without it, tiles of one vector (8), not of 10 (a vector
+    # and 2 lanes, 4x slower), with the rows that then fit the registers (12 accumulators + B
+    # + a broadcast: 12 x 8), the rows' remainder (1000 = 83 x 12 + 4) peeled
+    sites = []
+
+    def no_column_peel(site, n, default):
+        sites.append((n, default))
+        return 0 if len(sites) == 2 else default  # site 0: parallel, site 1: the column peel
+
+    sch = Schedule(matmul_mnk(1000, 1000, 1000))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2", decide=no_column_peel)
+    text = str(sch.trace)
+    assert sites[1] == (2, 1) and text.count("sch.peel(") == 1
+    ir_text = str(sch.mod)  # (the factors are sampled: the tile is read from the IR)
+    assert "vector<1x8xf32>" in ir_text and "vector<1x16xf32>" not in ir_text and "vector<1x10xf32>" not in ir_text
+    assert "%c996 step %c12" in ir_text  # 83 full tiles of 12 rows
