@@ -64,7 +64,9 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     blocks against 1.07-1.09x with row blocks (half the copies of B, no 2-row remainder
     per block); k unrolled by 8 inside the tile's rows: 1.02-1.04x on 1 and 2 threads. The
     tile's columns are whole vectors (1000 columns: 12 x 8 tiles, 1.3-1.4x NumPy, against
-    4.3x with 10-column tiles). Parallel or not, NC, where the cores split, the rows per
+    4.3x with 10-column tiles), or where no full tile divides the columns, full tiles in
+    wider column blocks with the partial one peeled (1000: blocks of 200 = 12 x 16 + 8,
+    k by 250: 1.1-1.2x). Parallel or not, NC, where the cores split, the rows per
     block, the tile rows, KC, the k unroll and the copy are decisions."""
     mr_cap, nr_cap = register_tile_for(info, tgt)
     ext = info.extents
