@@ -50,7 +50,7 @@ def parse_text(text: str) -> None:
 # -- random schedules ----------------------------------------------------------------------
 PRIMITIVES = ["split", "split_sampled", "reorder", "fuse", "parallel", "vectorize", "unroll",
               "compute_at", "reverse_compute_at", "decompose_reduction", "perfect_tile", "cache_read",
-              "cache_write"]
+              "cache_write", "peel"]
 SCOPES = ["global", "shared", "local", "global.A_reg"]
 
 
@@ -90,7 +90,7 @@ def _step(sch, blocks: list[str], prim: str, x: int, y: int, z: int) -> None:
         sch.reorder(*[loops[i] for i in order])
     elif prim == "fuse":
         sch.fuse(*loops[y % len(loops):y % len(loops) + 1 + z % 2])
-    elif prim in ("parallel", "vectorize", "unroll"):
+    elif prim in ("parallel", "vectorize", "unroll", "peel"):
         getattr(sch, prim)(loop)
     elif prim == "decompose_reduction":
         sch.decompose_reduction(block, loop)
