@@ -30,7 +30,7 @@ import time
 os.environ.setdefault("KMP_BLOCKTIME", "200")
 WORKERS_ASLEEP_S = 0.25
 
-from bench_common import Figure, best_of, host_report, measure, torch_or_none  # noqa: E402
+from bench_common import Figure, best_of, host_report, lib_array, measure, torch_or_none  # noqa: E402
 
 import numpy as np  # noqa: E402  (bench_common sets the OpenMP environment first)
 from threadpoolctl import threadpool_limits  # noqa: E402
@@ -133,8 +133,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
 
     n = 128
-    a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
-    c = np.zeros((n, n), np.float32)
+    a, b = (lib_array(rng.standard_normal((n, n), dtype=np.float32)) for _ in range(2))
+    c = lib_array(np.zeros((n, n), np.float32))
     ref = np.maximum(a @ b, 0)
     mod = mlc.Module.parse(matmul_text(n, relu=True))
     figs = []
@@ -153,8 +153,8 @@ def main() -> None:
     # (and the rows) so that every tile of the main loops is a full 6 x 16 one
     figs = []
     for m_, n_, k_ in ODD_SHAPES:
-        a, b = rng.standard_normal((m_, k_), dtype=np.float32), rng.standard_normal((k_, n_), dtype=np.float32)
-        c = np.zeros((m_, n_), np.float32)
+        a, b = (lib_array(rng.standard_normal(s, dtype=np.float32)) for s in [(m_, k_), (k_, n_)])
+        c = lib_array(np.zeros((m_, n_), np.float32))
         number = max(1, int(2e7 / (m_ * n_ * k_))) * reps
         figs.append(kernel_figure(f"matmul {m_}x{n_}x{k_}, default rules", rules(matmul_mnk(m_, n_, k_)),
                                   (a, b, c), a @ b, number, 1, omp, 2 * m_ * n_ * k_,
@@ -162,8 +162,8 @@ def main() -> None:
     measure(figs, rounds)
 
     n = 1024
-    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
-    c = np.zeros((n, n), np.float32)
+    a, b = (lib_array(rng.random((n, n), dtype=np.float32)) for _ in range(2))
+    c = lib_array(np.zeros((n, n), np.float32))
     ref = a @ b
     mod = mlc.Module.parse(matmul_text(n, relu=False))
     figs = []

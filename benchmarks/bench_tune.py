@@ -104,8 +104,10 @@ def tune_one(label: str, n: int, relu: bool, threads: int, trials: int, space, o
     wall = time.perf_counter() - t0
     sch = mlc.tune.compile_tir(db, mod, target)
     rng = np.random.default_rng(0)
-    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
-    c = np.zeros((n, n), np.float32)
+    from bench_common import lib_array  # (after the OpenMP environment is set, see above)
+
+    a, b = (lib_array(rng.random((n, n), dtype=np.float32)) for _ in range(2))
+    c = lib_array(np.zeros((n, n), np.float32))
     rt = mlc.build(sch.mod)
     rt["main"](a, b, c)
     np.testing.assert_allclose(c, np.maximum(a @ b, 0) if relu else a @ b, rtol=1e-3)
@@ -211,6 +213,9 @@ def main() -> None:
         return
     args.out.mkdir(parents=True, exist_ok=True)
     omp = ctypes.CDLL(openmp_lib())
+    from bench_common import host_report  # (after the OpenMP environment is set, see above)
+
+    print(host_report())
     if args.mlp:
         for batch in (1, 64):
             tune_mlp(batch, trials, omp)

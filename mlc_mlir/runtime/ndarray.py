@@ -2,6 +2,9 @@
 
 A CPU :class:`NDArray` owns a C-contiguous NumPy array; compiled functions read and write
 it in place. ``__dlpack__`` makes it usable from NumPy (``np.from_dlpack``) and PyTorch.
+``array`` and ``empty`` allocate it on a 64-byte boundary (as TVM's NDArray): NumPy's own
+arrays start 16 bytes into a cache line here, and half of a kernel's 32-byte vector loads
+then straddle two lines (mm_relu 128 in 6x16 tiles: 47.9 us against 44.6 aligned).
 """
 
 from __future__ import annotations
@@ -13,7 +16,20 @@ import numpy as np
 
 from ..errors import RuntimeError_
 
-__all__ = ["Device", "cpu", "cuda", "NDArray", "array", "empty", "as_numpy"]
+__all__ = ["Device", "cpu", "cuda", "NDArray", "array", "empty", "as_numpy", "aligned_empty", "ALIGNMENT"]
+
+#: bytes: the start of every CPU array that ``array`` / ``empty`` allocate is a multiple
+ALIGNMENT = 64
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialised C-contiguous NumPy array starting on an ``ALIGNMENT``-byte boundary
+    (a view into a slightly larger byte buffer, which it keeps alive)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 @dataclass(frozen=True)
@@ -117,7 +133,9 @@ def array(data: Any, device: Device | None = None) -> NDArray:
     if src.dtype.hasobject:
         raise RuntimeError_(f"array: {type(data).__name__} is not numeric array data (dtype {src.dtype})")
     try:
-        return NDArray(np.array(src, copy=True), device)
+        copy = aligned_empty(src.shape, src.dtype)
+        copy[...] = src
+        return NDArray(copy, device)
     except MemoryError:
         raise RuntimeError_(f"array: cannot allocate a copy of shape {src.shape} {src.dtype}") from None
 
@@ -148,7 +166,7 @@ def empty(shape: tuple[int, ...] | list[int], dtype: str = "float32", device: De
 
         return cuda_empty(tuple(int(d) for d in dims), np_dtype, device)
     try:
-        data = np.empty(tuple(int(d) for d in dims), np_dtype)
+        data = aligned_empty(tuple(int(d) for d in dims), np_dtype)
     except (ValueError, MemoryError) as exc:
         raise RuntimeError_(f"empty: cannot allocate shape {dims} of {np_dtype}: {exc}") from None
     return NDArray(data, device)

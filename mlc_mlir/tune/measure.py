@@ -86,6 +86,7 @@ def _module(inp: MeasureInput) -> Any:
 
 def _random_args(func: Any, seed: int = 0) -> list[np.ndarray]:
     from ..runtime.memref import numpy_dtype
+    from ..runtime.ndarray import aligned_empty
 
     rng = np.random.default_rng(seed)
     arrays = []
@@ -93,12 +94,14 @@ def _random_args(func: Any, seed: int = 0) -> list[np.ndarray]:
         dtype = numpy_dtype(spec.elem)
         if any(d is None for d in spec.shape):
             raise ValueError(f"argument {spec.name} has a dynamic shape {spec.shape}: tuning needs static shapes")
+        arr = aligned_empty(tuple(spec.shape), dtype)  # as mlc.runtime arrays (64-byte aligned)
         if spec.is_output:
-            arrays.append(np.zeros(spec.shape, dtype))
+            arr[...] = 0
         elif np.issubdtype(dtype, np.floating):
-            arrays.append(rng.uniform(-1.0, 1.0, spec.shape).astype(dtype))
+            arr[...] = rng.uniform(-1.0, 1.0, spec.shape).astype(dtype)
         else:
-            arrays.append(rng.integers(-8, 8, spec.shape).astype(dtype))
+            arr[...] = rng.integers(-8, 8, spec.shape).astype(dtype)
+        arrays.append(arr)
     return arrays
 
 
@@ -111,8 +114,10 @@ def _reference(inp: MeasureInput) -> tuple[list[np.ndarray], list[np.ndarray]]:
         args = _random_args(func)
         func(*args)
         outs = [a.copy() for a, s in zip(args, func.signature.args) if s.is_output]
-        _REFERENCE[inp.key] = ([a if not s.is_output else np.zeros_like(a)
-                                for a, s in zip(args, func.signature.args)], outs)
+        for a, s in zip(args, func.signature.args):
+            if s.is_output:
+                a[...] = 0
+        _REFERENCE[inp.key] = (args, outs)
     return _REFERENCE[inp.key]
 
 
