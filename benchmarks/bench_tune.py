@@ -31,6 +31,12 @@ import tempfile
 import time
 from pathlib import Path
 
+# Before the OpenMP runtime starts: our workers spin between back-to-back calls (Intel
+# OpenMP's default 200 ms, the tuner's runners' setting); bench_common, imported later,
+# would set 0, and then every two-thread call pays the workers' wake-up (20-40 us on this
+# VM: mm_relu 128 read 1.2-1.7x NumPy's time instead of 0.6x).
+os.environ.setdefault("KMP_BLOCKTIME", "200")
+
 import numpy as np
 from threadpoolctl import threadpool_limits
 
