@@ -36,11 +36,11 @@ import numpy as np  # noqa: E402  (bench_common sets the OpenMP environment firs
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import mlc_mlir as mlc  # noqa: E402
-from mlc_mlir import te  # noqa: E402
 from matmul_schedules import blocked_schedule, matmul_text, primitive_schedule, render_script  # noqa: E402
 from mlc_mlir.compiler.passes import memref_abi  # noqa: E402
 from mlc_mlir.compiler.pipeline import openmp_lib  # noqa: E402
 from mlc_mlir.schedule.rules import apply_rules  # noqa: E402
+from mlc_mlir.testing.programs import linear  # noqa: E402
 
 
 def scripted(mod: mlc.Module, script: str, n: int) -> mlc.Module:
@@ -64,15 +64,6 @@ def ch2_schedule(mod: mlc.Module, jfactor: int = 32) -> mlc.Module:
 
 
 ODD_SHAPES = [(127, 127, 127), (100, 100, 100), (64, 72, 784), (257, 257, 257), (1000, 1000, 1000)]
-
-
-def matmul_mnk(m: int, n: int, k: int) -> mlc.Module:
-    """``main(A, B, C)``: C = A @ B for an m x k and a k x n matrix (block ``Y``)."""
-    a = te.placeholder((m, k), "float32", name="A")
-    b = te.placeholder((k, n), "float32", name="B")
-    r = te.reduce_axis((0, k), "r")
-    y = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="Y")
-    return te.create_prim_func([a, b, y], name="main")
 
 
 def rules(mod: mlc.Module) -> mlc.Module:
@@ -156,7 +147,8 @@ def main() -> None:
         a, b = (lib_array(rng.standard_normal(s, dtype=np.float32)) for s in [(m_, k_), (k_, n_)])
         c = lib_array(np.zeros((m_, n_), np.float32))
         number = max(1, int(2e7 / (m_ * n_ * k_))) * reps
-        figs.append(kernel_figure(f"matmul {m_}x{n_}x{k_}, default rules", rules(matmul_mnk(m_, n_, k_)),
+        mod_ = linear(m_, n_, k_, relu=False, name="main")
+        figs.append(kernel_figure(f"matmul {m_}x{n_}x{k_}, default rules", rules(mod_),
                                   (a, b, c), a @ b, number, 1, omp, 2 * m_ * n_ * k_,
                                   references(a, b, False, 1, number)))
     measure(figs, rounds)

@@ -299,47 +299,11 @@ class _FuncEmitter:
         vectorized = False
         for block in order:  # blocks outside the peeled loops: as they are
             if block.name not in under:
-                vectorized |= self._vectorize(block, None)
+                vectorized |= self._vectorize(block, False)
         if vectorized:  # (slices folded into the transfers before any canonicalization)
             self._vector_cleanup()
-        copies = None
         if peeled:
-            copies = self._peel(order)
-            # Each copy's unrolled loops are tagged with their trip count there, then the
-            # function is canonicalized (constants folded into the tiles' shapes, the dead
-            # originals of fused ops erased, one-trip remainder loops inlined) and the
-            # ``affine.min`` tile sizes of parallel loops inside a peeled one simplified by
-            # the loop bounds (127 rows on 2 cores: the 21 full tiles of the first 126 rows);
-            # then the tagged loops are unrolled, found by their tags.
-            tags = self._unroll(order, copies, tag=True)
-            with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
-                transform.ApplyCanonicalizationPatternsOp()
-            with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
-                tloop.ApplyForLoopCanonicalizationPatternsOp()
-            for tag, trips in tags:
-                tloop.LoopUnrollOp(self._match(self.func_h, "mlc.unroll_at", tag, ["scf.for"]), factor=trips)
-            with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
-                transform.ApplyCanonicalizationPatternsOp()
-            inside = False
-            for block in order:
-                if block.name in under:
-                    inside |= self._vectorize(block, copies)
-            if inside:
-                # contractions formed as the constant masks of the remainders fold, then
-                # lowered to FMAs here: a masked vector.contract left to the build's
-                # vector-opt stage kept the remainder's accumulators in memory (the 15
-                # columns of 127 x 127 cost more than its 112 full ones)
-                with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
-                    tvector.ApplyVectorReductionToContractPatternsOp()
-                    transform.ApplyCanonicalizationPatternsOp()
-                self._vector_cleanup()
-                with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
-                    tvector.ApplyLowerContractionPatternsOp(
-                        lowering_strategy=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2))  # outerproduct
-                    tvector.ApplyLowerOuterProductPatternsOp()
-                    tvector.ApplyLowerMasksPatternsOp()
-                    transform.ApplyCanonicalizationPatternsOp()
-            vectorized |= inside
+            vectorized |= self._peel_and_vectorize(order, under)
         if vectorized:
             if st.rfactors:  # lanes of partial sums: elementwise FMAs; rank-1 transfers (the
                 # build then folds the reads of the expanded inputs)
@@ -349,11 +313,51 @@ class _FuncEmitter:
                 with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
                     tvector.ApplyCastAwayVectorLeadingOneDimPatternsOp()
                     transform.ApplyCanonicalizationPatternsOp()
-        if copies is None:
+        if not peeled:
             self._unroll(order, {})
         with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
             transform.ApplyCanonicalizationPatternsOp()
         transform.ApplyCommonSubexpressionEliminationOp(self.func_h)
+
+    def _peel_and_vectorize(self, order: list[BlockState], under: set[str]) -> bool:
+        """Peel, unroll the loops inside in every copy, then vectorize the blocks ``under``
+        the peeled loops; returns whether any was vectorized.
+
+        Each copy's unrolled loops are tagged with their trip count there, then the
+        function is canonicalized (constants folded into the tiles' shapes, the dead
+        originals of fused ops erased, one-trip remainder loops inlined) and the
+        ``affine.min`` tile sizes of parallel loops inside a peeled one simplified by the
+        loop bounds (127 rows on 2 cores: the 21 full tiles of the first 126 rows); then
+        the tagged loops are unrolled, found by their tags. The contractions are formed as
+        the constant masks of the remainders fold, then lowered to FMAs here: a masked
+        ``vector.contract`` left to the build's vector-opt stage kept the remainder's
+        accumulators in memory (the 15 columns of 127 x 127 cost more than its 112 full
+        ones)."""
+        tags = self._unroll(order, self._peel(order), tag=True)
+        with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+            transform.ApplyCanonicalizationPatternsOp()
+        with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+            tloop.ApplyForLoopCanonicalizationPatternsOp()
+        for tag, trips in tags:
+            tloop.LoopUnrollOp(self._match(self.func_h, "mlc.unroll_at", tag, ["scf.for"]), factor=trips)
+        with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+            transform.ApplyCanonicalizationPatternsOp()
+        inside = False
+        for block in order:
+            if block.name in under:
+                inside |= self._vectorize(block, True)
+        if inside:
+            with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                tvector.ApplyVectorReductionToContractPatternsOp()
+                transform.ApplyCanonicalizationPatternsOp()
+            self._vector_cleanup()
+            with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
+                tvector.ApplyLowerContractionPatternsOp(
+                    lowering_strategy=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2))  # outerproduct
+                tvector.ApplyLowerOuterProductPatternsOp()
+                tvector.ApplyLowerMasksPatternsOp()
+                transform.ApplyCanonicalizationPatternsOp()
+        return inside
 
     def _peeled(self) -> set[int]:
         """The peeled loops with a partial last tile (the others have nothing to peel)."""
@@ -432,20 +436,21 @@ class _FuncEmitter:
                     unroll(self._match(scope, "mlc.unroll", str(uid), ["scf.for"]), uid, trips)
         return tags
 
-    def _vectorize(self, block: BlockState, copies: dict | None) -> bool:
+    def _vectorize(self, block: BlockState, after_peel: bool) -> bool:
         """Vectorize ``block`` (and its small init fill) if its innermost loop is vectorized;
-        after a peel (``copies``), every copy of its op. Returns whether it was."""
+        ``after_peel`` (the function canonicalized since), every copy of its op, matched by
+        name. Returns whether it was."""
         st = self.state
         loops = [st.loops[u] for u in block.path]
         if not loops or loops[-1].kind != "vectorized":
             return False
         sizes = [st.step(block, len(loops) - 2, d) for d in range(block.info.ndims)]
-        structured.VectorizeOp(self.block_h[block.name] if copies is None
-                               else self._match(self.func_h, "mlc.block", block.name), sizes)
-        self._vectorize_init(block, copies)
+        structured.VectorizeOp(self._match(self.func_h, "mlc.block", block.name) if after_peel
+                               else self.block_h[block.name], sizes)
+        self._vectorize_init(block, after_peel)
         return True
 
-    def _vectorize_init(self, block: BlockState, copies: dict | None = None) -> None:
+    def _vectorize_init(self, block: BlockState, after_peel: bool = False) -> None:
         """Vectorize the init fill of a vectorized reduction block when its tile is small.
 
         As in TVM, where ``decompose_reduction`` gives the init block copies of the
@@ -462,7 +467,7 @@ class _FuncEmitter:
         depth, sizes = tile
         # matched inside its loop: the original fill, dead after fusion, is still in the function
         # (after a peel, erased by the canonicalization: every copy is matched in the function)
-        scope = self.loop_h[block.path[depth - 1]] if depth and copies is None else self.func_h
+        scope = self.loop_h[block.path[depth - 1]] if depth and not after_peel else self.func_h
         structured.VectorizeOp(self._match(scope, "mlc.block_init", block.name), sizes)
 
     def _vector_cleanup(self) -> None:

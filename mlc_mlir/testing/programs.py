@@ -6,8 +6,8 @@ import numpy as np
 
 import mlc_mlir as mlc
 
-__all__ = ["N", "mm_relu_text", "matmul_text", "dyn_add_text", "mm_relu", "matmul", "inputs", "build_and_run",
-           "loop_names"]
+__all__ = ["N", "mm_relu_text", "matmul_text", "dyn_add_text", "mm_relu", "matmul", "linear", "inputs",
+           "build_and_run", "loop_names"]
 
 N = 128
 
@@ -69,6 +69,22 @@ func.func @add_one(%A: {t} {{mlc.name = "A", mlc.shape = ["n", 64]}},
 def mm_relu(n: int = N) -> mlc.Module:
     """:func:`mm_relu_text` parsed."""
     return mlc.Module.parse(mm_relu_text(n))
+
+
+def linear(m: int, n: int, k: int, *, relu: bool = True, transposed: bool = False,
+           name: str = "linear") -> mlc.Module:
+    """``x`` (m x k) times ``w`` (k x n; ``transposed``: n x k, ``x @ w.T``) as te block ``Y``
+    over reduce axis ``r``, then ``C = max(Y, 0)`` with ``relu``: function ``name(x, w, out)``."""
+    from mlc_mlir import te
+
+    x = te.placeholder((m, k), "float32", name="x")
+    w = te.placeholder((n, k) if transposed else (k, n), "float32", name="w")
+    r = te.reduce_axis((0, k), "r")
+    y = te.compute((m, n), lambda i, j: te.sum(x[i, r] * (w[j, r] if transposed else w[r, j]), axis=r), name="Y")
+    if not relu:
+        return te.create_prim_func([x, w, y], name=name)
+    c = te.compute((m, n), lambda i, j: te.max(y[i, j], 0), name="C")
+    return te.create_prim_func([x, w, c], name=name)
 
 
 def matmul(n: int = N) -> mlc.Module:

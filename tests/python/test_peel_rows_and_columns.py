@@ -7,18 +7,13 @@ import numpy as np
 import pytest
 
 import mlc_mlir as mlc
-from mlc_mlir import te
 from mlc_mlir.schedule import Schedule, Trace
 from mlc_mlir.schedule.rules import apply_rules
+from mlc_mlir.testing.programs import linear
 
 
 def linear_relu(m: int, n: int, k: int) -> mlc.Module:
-    x = te.placeholder((m, k), "float32", name="x")
-    w = te.placeholder((k, n), "float32", name="w")
-    r = te.reduce_axis((0, k), "r")
-    y = te.compute((m, n), lambda i, j: te.sum(x[i, r] * w[r, j], axis=r), name="Y")
-    c = te.compute((m, n), lambda i, j: te.max(y[i, j], 0), name="C")
-    return te.create_prim_func([x, w, c], name="linear")
+    return linear(m, n, k)
 
 
 def run(mod: mlc.Module, m: int, n: int, k: int, rng) -> None:

@@ -6,21 +6,16 @@ import numpy as np
 import pytest
 
 import mlc_mlir as mlc
-from mlc_mlir import te
 from mlc_mlir.schedule import Schedule, Trace
 from mlc_mlir.testing import filecheck
+from mlc_mlir.testing.programs import linear
 
 from test_schedule_perf_shape import ir_after_stage
 
 
 def linear_relu(m=64, n=32, k=96):
     """Y = x @ w.T (block Y), C = relu(Y)."""
-    x = te.placeholder((m, k), "float32", name="x")
-    w = te.placeholder((n, k), "float32", name="w")
-    r = te.reduce_axis((0, k), "r")
-    y = te.compute((m, n), lambda i, j: te.sum(x[i, r] * w[j, r], axis=r), name="Y")
-    c = te.compute((m, n), lambda i, j: te.max(y[i, j], 0), name="C")
-    return te.create_prim_func([x, w, c], name="lin")
+    return linear(m, n, k, transposed=True, name="lin")
 
 
 def rfactor_schedule(mod, mr=2, nr=4):
