@@ -303,7 +303,7 @@ class _FuncEmitter:
         if vectorized:  # (slices folded into the transfers before any canonicalization)
             self._vector_cleanup()
         if peeled:
-            vectorized |= self._peel_and_vectorize(order, under)
+            vectorized |= self._peel_and_vectorize(order, peeled, under)
         if vectorized:
             if st.rfactors:  # lanes of partial sums: elementwise FMAs; rank-1 transfers (the
                 # build then folds the reads of the expanded inputs)
@@ -319,9 +319,9 @@ class _FuncEmitter:
             transform.ApplyCanonicalizationPatternsOp()
         transform.ApplyCommonSubexpressionEliminationOp(self.func_h)
 
-    def _peel_and_vectorize(self, order: list[BlockState], under: set[str]) -> bool:
-        """Peel, unroll the loops inside in every copy, then vectorize the blocks ``under``
-        the peeled loops; returns whether any was vectorized.
+    def _peel_and_vectorize(self, order: list[BlockState], peeled: set[int], under: set[str]) -> bool:
+        """Peel the ``peeled`` loops, unroll the loops inside in every copy, then vectorize
+        the blocks ``under`` them; returns whether any was vectorized.
 
         Each copy's unrolled loops are tagged with their trip count there, then the
         function is canonicalized (constants folded into the tiles' shapes, the dead
@@ -333,7 +333,7 @@ class _FuncEmitter:
         ``vector.contract`` left to the build's vector-opt stage kept the remainder's
         accumulators in memory (the 15 columns of 127 x 127 cost more than its 112 full
         ones)."""
-        tags = self._unroll(order, self._peel(order), tag=True)
+        tags = self._unroll(order, self._peel(order, peeled), tag=True)
         with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
             transform.ApplyCanonicalizationPatternsOp()
         with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
@@ -365,11 +365,11 @@ class _FuncEmitter:
                 if lp.peel is not None and uid in self.loop_h
                 and any(r != 0 for dims in lp.peel.values() for r in dims.values())}
 
-    def _peel(self, order: list[BlockState]) -> dict[int, list[tuple[ir.Value, frozenset[int]]]]:
-        """``transform.loop.peel`` of every peeled loop with a partial last tile, outermost
-        first; returns ``{uid: [(copy, remainders), ...]}``: the main loop and the remainder
-        made in each copy of the peeled loops around it, each with the set of peeled loops
-        taken in their remainder there (``{}`` for the main loop of an outermost peel).
+    def _peel(self, order: list[BlockState], peeled: set[int]) -> dict[int, list[tuple[ir.Value, frozenset[int]]]]:
+        """``transform.loop.peel`` of the ``peeled`` loops (those with a partial last tile),
+        outermost first; returns ``{uid: [(copy, remainders), ...]}``: the main loop and the
+        remainder made in each copy of the peeled loops around it, each with the set of
+        peeled loops taken in their remainder there (``{}`` for an outermost peel's main).
 
         The unrolled loops below a peeled loop, and the peeled loops below another, are
         tagged first (``mlc.unroll`` / ``mlc.peel``) so that they are found again in every
@@ -377,7 +377,6 @@ class _FuncEmitter:
         remainder of an inner one is the same in every copy of the outer ones: two peeled
         loops give four copies (full tiles, partial rows, partial columns, the corner)."""
         st = self.state
-        peeled = self._peeled()
         around: dict[int, int | None] = {}  # peeled loop -> the innermost peeled loop around it
         depth: dict[int, int] = {}
         for block in order:

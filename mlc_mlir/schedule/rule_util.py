@@ -4,6 +4,7 @@ contraction block is, the register tile's caps, divisors, the rows of a register
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ScheduleError
 from ..target import Target
@@ -13,7 +14,7 @@ from .schedule import Schedule
 from .trace import LoopRV
 
 __all__ = ["_Contraction", "register_tile_for", "_plain", "_contraction", "_largest_divisor", "_try", "_macs",
-           "_register_rows", "_column_tile", "_par_options", "_divisors"]
+           "_register_rows", "_sample_rows", "_column_tile", "_par_options", "_divisors"]
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,16 @@ def _register_rows(sm: RuleSampler, sch: Schedule, loop: LoopRV, extent: int, ca
     """Split ``loop`` by the register tile's rows ``mr`` (the target's, or sampled; with
     ``divide`` the largest divisor of ``extent`` by default), the remainder peeled when
     ``mr`` does not divide ``extent``: every tile of the main loop is full."""
-    default = _largest_divisor(extent, cap) if divide else min(cap, extent)
-    mr = sm.choose(list(range(1, min(cap, extent) + 1)), default)
+    mr = _sample_rows(sm, extent, cap, divide=divide)
     loops = sch.split(loop, [None, mr])
     return loops, int(mr)
+
+
+def _sample_rows(sm: RuleSampler, extent: int, cap: int, *, divide: bool = False) -> Any:
+    """The register tile's rows ``mr`` (1 up to ``cap``; by default the target's, or with
+    ``divide`` the largest divisor of ``extent``): an ExprRV when sampled."""
+    default = _largest_divisor(extent, cap) if divide else min(cap, extent)
+    return sm.choose(list(range(1, min(cap, extent) + 1)), default)
 
 
 def _column_tile(extent: int | None, cap: int, lanes: int) -> int:

@@ -70,7 +70,7 @@ from .payload import BlockInfo, read_blocks
 from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, NC_BLOCK, _is_large, _schedule_blocked
 from .rule_sampler import Decide, RuleSampler as _Sampler
 from .rule_util import (_Contraction, _column_tile, _contraction, _divisors, _largest_divisor, _macs, _par_options,
-                        _plain, _register_rows, _try, register_tile_for)
+                        _plain, _register_rows, _sample_rows, _try, register_tile_for)
 from .schedule import Schedule
 
 __all__ = ["apply_rules", "default_schedule", "graph_default_schedule", "register_tile_for", "PARALLEL_MIN_FLOPS",
@@ -290,20 +290,18 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind: _Con
             # partial row tile in all, not one per block)
             rows_ok = par and not kind.batch and ei % cores == 0 and ei // cores >= 2
             cols_ok = par and not kind.batch and not col_peel and (ext[kind.j] // nr) % cores == 0
-            head_ok = par and not kind.batch and not rows_ok and ei >= 2 * mr_cap
             if cols_ok and (not rows_ok or int(sm.choose([0, 1], 0))):
                 jp, j0 = sch.split(j0, [cores, None])
                 lead = [jp]
-                head_ok = False
             elif rows_ok:
                 ip, rows = sch.split(rows, [cores, None])
                 lead, ei = [ip], ei // cores
-            if head_ok:
+            if par and not kind.batch and not lead and ei >= 2 * mr_cap:
                 # rows that do not split evenly over the cores (127): the rows of the full
                 # tiles first, their tiles shared by the cores, then the partial tile (the
                 # outer loop peeled: a peeled loop cannot run in parallel, nor sit inside
                 # a parallel one whose blocks differ)
-                mr_rv = sm.choose(list(range(1, mr_cap + 1)), mr_cap)
+                mr_rv = _sample_rows(sm, ei, mr_cap)
                 mr = int(mr_rv)
                 full = mr * (ei // mr)
                 if full < ei:
