@@ -231,6 +231,7 @@ def cuda_stages(target: CudaTarget, signatures: Mapping[str, FuncSignature], *,
     if target.format not in FORMATS:
         raise BuildError(f"unknown binary format {target.format!r}; use one of {FORMATS}")
     return [
+        _cpu_stage("partial-writes"),
         _cpu_stage("bufferize"),
         _cpu_stage("simplify"),
         Stage("map-to-gpu", map_to_gpu),

@@ -1,5 +1,5 @@
 """The build's stages as ``mlc-opt`` passes (``--mlc-memref-abi``, ``--mlc-lower-to-llvm``,
-``--mlc-unroll-jam``, ``--mlc-vector-opt``)."""
+``--mlc-unroll-jam``, ``--mlc-vector-opt``, ``--mlc-partial-writes``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from ..context import mlc_context
 from ..ir import Module
 from ..passes import register_pass
 from .abi import to_memref_abi
+from .partial_writes import guard_partial_writes
 from .pipeline import Compilation, codegen_stages, run_stages
 from .unroll_jam import unroll_and_jam
 from .vector_opt import optimize_vectors
 
-__all__ = ["memref_abi", "lower_to_llvm", "vector_opt", "unroll_jam"]
+__all__ = ["memref_abi", "lower_to_llvm", "vector_opt", "unroll_jam", "partial_writes"]
 
 
 @register_pass("memref-abi", "rewrite public tensor programs to the memref calling convention")
@@ -45,4 +46,13 @@ def unroll_jam(mod: Module) -> Module:
     """Run the ``unroll-jam`` build stage (see compiler/unroll_jam.py) for the host target."""
     with mlc_context():
         unroll_and_jam(mod.mlir_module)
+    return mod
+
+
+@register_pass("partial-writes", "the build's partial-writes stage: vector writes of part of a tensor that "
+                                 "upstream bufferization would take for whole ones keep their destination")
+def partial_writes(mod: Module) -> Module:
+    """Run the ``partial-writes`` build stage (see compiler/partial_writes.py) on tensor code."""
+    with mlc_context():
+        guard_partial_writes(mod.mlir_module)
     return mod

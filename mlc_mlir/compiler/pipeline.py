@@ -36,6 +36,7 @@ from .abi import FuncSignature
 from .alloc_check import check_allocations
 from .codegen_flags import check_fastmath, set_fastmath, set_noalias, set_target_attrs
 from .guards import reject_unsupported
+from .partial_writes import guard_partial_writes
 from .unroll_jam import unroll_and_jam
 from .vector_opt import optimize_vectors
 
@@ -97,6 +98,8 @@ def cpu_stages(*, parallel: bool, signatures: Mapping[str, FuncSignature] | None
     target = Target.of(target)
     stages = [
         Stage("check-input", reject_unsupported),  # BuildError instead of an abort (guards.py)
+        # partial vector writes that upstream's bufferization takes for whole ones (partial_writes.py)
+        Stage("partial-writes", guard_partial_writes),
         Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
         Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         Stage("simplify", "canonicalize,cse"),

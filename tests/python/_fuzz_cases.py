@@ -12,7 +12,7 @@ import mlc_mlir as mlc
 from mlc_mlir import te
 from mlc_mlir.graph import BlockBuilder, Var, op
 
-__all__ = ["CASES", "WrongResult", "SEED_TEXTS", "PRIMITIVES", "GRAPH_OPS", "MISUSES"]
+__all__ = ["CASES", "WrongResult", "SEED_TEXTS", "PRIMITIVES", "GRAPH_OPS", "MISUSES", "TORCH_LAYERS"]
 
 
 class WrongResult(Exception):
@@ -50,11 +50,15 @@ def parse_text(text: str) -> None:
 # -- random schedules ----------------------------------------------------------------------
 PRIMITIVES = ["split", "split_sampled", "reorder", "fuse", "parallel", "vectorize", "unroll",
               "compute_at", "reverse_compute_at", "decompose_reduction", "perfect_tile", "cache_read",
-              "cache_write", "peel"]
+              "cache_write", "peel", "rfactor"]
 SCOPES = ["global", "shared", "local", "global.A_reg"]
 
 
 def _program(kind: str):
+    if kind.startswith("two_sums"):
+        return _two_sums(*(int(v) for v in kind.split("_")[2:]))
+    if kind.startswith("layer_norm"):
+        return _layer_norm(*(int(v) for v in kind.split("_")[2:]))
     if kind == "mm_relu":
         A, B = te.placeholder((16, 12), name="A"), te.placeholder((12, 20), name="B")
         k = te.reduce_axis((0, 12), name="k")
@@ -70,6 +74,48 @@ def _program(kind: str):
     C = te.compute((8, 16), lambda i, j: E[i, j] / S[i], name="C")
     a = np.random.default_rng(1).uniform(1, 2, (8, 16)).astype(np.float32)
     return te.create_prim_func([A, C]), [a], (2 * a) / (2 * a).sum(1, keepdims=True), ["E", "S", "C"]
+
+
+def _two_sums(rows: int = 3, k: int = 16):
+    """LayerNorm's two row reductions (sum, sum of squares) of one input, then their sum."""
+    A = te.placeholder((rows, k), name="A")
+    k1, k2 = te.reduce_axis((0, k), name="k1"), te.reduce_axis((0, k), name="k2")
+    S1 = te.compute((rows,), lambda i: te.sum(A[i, k1], axis=k1), name="S1")
+    S2 = te.compute((rows,), lambda i: te.sum(A[i, k2] * A[i, k2], axis=k2), name="S2")
+    C = te.compute((rows,), lambda i: S1[i] + S2[i], name="C")
+    a = np.random.default_rng(3).standard_normal((rows, k)).astype(np.float32)
+    return te.create_prim_func([A, C]), [a], a.sum(1) + (a * a).sum(1), ["S1", "S2", "C"]
+
+
+def _layer_norm(rows: int = 4, k: int = 8):
+    """``topi.nn.layer_norm`` over the last dim (gamma and beta folded in as 1 and 0)."""
+    from mlc_mlir import topi
+
+    A = te.placeholder((rows, k), name="A")
+    g, b = te.placeholder((k,), name="g"), te.placeholder((k,), name="b")
+    Y = topi.nn.layer_norm(A, g, b, epsilon=1e-5)
+    a = np.random.default_rng(4).standard_normal((rows, k)).astype(np.float32)
+    gv = np.random.default_rng(5).uniform(0.5, 1.5, k).astype(np.float32)
+    bv = np.random.default_rng(6).uniform(-1, 1, k).astype(np.float32)
+    want = (a - a.mean(1, keepdims=True)) / np.sqrt(a.var(1, keepdims=True) + 1e-5) * gv + bv
+    return te.create_prim_func([A, g, b, Y]), [a, gv, bv], want, ["sum", "centered", "sumsq", "layer_norm"]
+
+
+def _rfactor_rows(sch, blocks: list[str], block, loops, y: int, z: int) -> None:
+    """The default rules' reduction recipe: k split by lanes, ``rfactor``, the partial sums'
+    rows split and (with odd ``z``) unrolled, the lanes vectorized."""
+    lanes = (2, 4, 8)[y % 3]
+    _, k1 = sch.split(loops[-1], [None, lanes])
+    rf = sch.rfactor(k1)
+    blocks.append(rf.name)
+    rf_loops = sch.get_loops(rf)
+    if len(rf_loops) < 3:
+        return
+    i0, i1 = sch.split(rf_loops[0], [None, (1, 2, 3, 4)[(z // 2) % 4]])
+    sch.reorder(i0, *rf_loops[1:-1], i1, rf_loops[-1])
+    sch.vectorize(rf_loops[-1])
+    if z % 2:
+        sch.unroll(i1)
 
 
 def _step(sch, blocks: list[str], prim: str, x: int, y: int, z: int) -> None:
@@ -90,6 +136,8 @@ def _step(sch, blocks: list[str], prim: str, x: int, y: int, z: int) -> None:
         sch.reorder(*[loops[i] for i in order])
     elif prim == "fuse":
         sch.fuse(*loops[y % len(loops):y % len(loops) + 1 + z % 2])
+    elif prim == "rfactor":
+        _rfactor_rows(sch, blocks, block, loops, y, z)
     elif prim in ("parallel", "vectorize", "unroll", "peel"):
         getattr(sch, prim)(loop)
     elif prim == "decompose_reduction":
@@ -119,6 +167,18 @@ def schedule(program: str, steps: list[list]) -> None:
     replayed = sch.trace.apply(mod)
     if str(replayed.mod) != str(sch.mod):
         raise WrongResult(f"replaying the trace gives other IR:\n{sch.trace}")
+
+
+def rules(program: str, picks: list[int], cores: int) -> None:
+    """The default rules with the decisions ``picks`` (cycled; each taken modulo the
+    number of options at its site) on ``cores`` cores."""
+    mod, inputs, want, _ = _program(program)
+    sch = mlc.Schedule(mod, seed=0)
+    mlc.schedule.rules.apply_rules(sch, f"llvm -mcpu=haswell -num-cores={cores}",
+                                   decide=lambda site, n, default: picks[site % len(picks)] % n if picks else default)
+    out = np.zeros_like(want)
+    mlc.build(sch.mod, target=f"llvm -num-cores={cores}")["main"](*inputs, out)
+    _close(out, want, f"rules {program} {picks} on {cores} cores: {sch.trace}")
 
 
 # -- random graphs -------------------------------------------------------------------------
@@ -162,6 +222,44 @@ def _graph_op(bb, name, v, py, pw, ref, y, w):
     return bb.emit(op.permute_dims(t)), ref
 
 
+# -- random torch models -------------------------------------------------------------------
+TORCH_LAYERS = ["linear", "relu", "gelu", "layer_norm", "softmax", "sigmoid", "tanh"]
+
+
+def torch_model(layers: list[int], batch: int, width: int, opt_level: int, frontend: str) -> None:
+    """A random stack of torch layers (seeded weights, eval mode) imported with ``frontend``
+    (``fx`` or ``export``), built at ``opt_level``, against torch eager."""
+    import torch
+    from torch import fx, nn
+
+    torch.manual_seed(len(layers) * 31 + width)
+    mods, d = [], width
+    for i in layers:
+        name = TORCH_LAYERS[i % len(TORCH_LAYERS)]
+        if name == "linear":
+            mods.append(nn.Linear(d, d + 8))
+            d += 8
+        elif name == "layer_norm":
+            mods.append(nn.LayerNorm(d, eps=1e-5 * (1 + i)))
+            with torch.no_grad():
+                mods[-1].weight.uniform_(0.5, 1.5)
+                mods[-1].bias.uniform_(-1, 1)
+        else:
+            mods.append({"relu": nn.ReLU, "gelu": nn.GELU, "softmax": lambda: nn.Softmax(-1),
+                         "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}[name]())
+    model = nn.Sequential(*mods).eval()
+    x = np.random.default_rng(batch).standard_normal((batch, width)).astype(np.float32)
+    if frontend == "fx":
+        mod = mlc.frontend.from_fx(fx.symbolic_trace(model), [(batch, width)])
+    else:
+        mod = mlc.frontend.from_exported_program(torch.export.export(model, (torch.from_numpy(x),)))
+    vm = mlc.graph.VirtualMachine(mlc.graph.build(mod, opt_level=opt_level), mlc.cpu())
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    _close(vm["main"](x).numpy(), want, f"torch {[TORCH_LAYERS[i % len(TORCH_LAYERS)] for i in layers]} "
+                                        f"batch {batch} width {width} O{opt_level} {frontend}")
+
+
 # -- runtime misuse --------------------------------------------------------------------------
 MISUSES = ["few_args", "many_args", "float64", "int32", "shape", "rank", "list", "none", "string",
            "strided", "fortran", "zero_d", "symbolic_mismatch", "empty", "scalar", "bad_name", "readonly"]
@@ -202,4 +300,4 @@ def runtime_misuse(kind: str, rows: int) -> None:
     _close(args[1], src * 2 + 1, f"runtime {kind}")
 
 
-CASES = {"parse_text": parse_text, "schedule": schedule, "graph": graph, "runtime_misuse": runtime_misuse}
+CASES = {"parse_text": parse_text, "schedule": schedule, "rules": rules, "torch_model": torch_model, "graph": graph, "runtime_misuse": runtime_misuse}

@@ -2,8 +2,10 @@
 
 Properties: malformed text parses or raises ``ParseError``; a random schedule (illegal
 steps refused with ``ScheduleError``) computes NumPy's answer and its trace replays to the
-same IR; a random graph computes NumPy's answer at every opt level; misusing a compiled
-function raises an ``MlcError`` or computes the right answer. A crash of the worker
+same IR (programs with several reductions, ``rfactor`` among the primitives); the default
+rules with random decisions compute NumPy's answer; a random graph computes NumPy's answer
+at every opt level; a random stack of torch layers imported both ways equals torch eager;
+misusing a compiled function raises an ``MlcError`` or computes the right answer. A crash of the worker
 process, any other exception, or a wrong answer fails the test with the case.
 
 ``make test`` runs a fixed-seed slice (``MLC_FUZZ_EXAMPLES``, default 12 per property,
@@ -19,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, seed, settings
 from hypothesis import strategies as st
 
-from _fuzz_cases import GRAPH_OPS, MISUSES, PRIMITIVES, SEED_TEXTS
+from _fuzz_cases import GRAPH_OPS, MISUSES, PRIMITIVES, SEED_TEXTS, TORCH_LAYERS
 from _fuzz_worker import FuzzWorker
 
 EXAMPLES = int(os.environ.get("MLC_FUZZ_EXAMPLES", "12"))
@@ -78,10 +80,23 @@ steps = st.lists(st.tuples(st.integers(0, len(PRIMITIVES) - 1), st.integers(0, 5
 
 @_seeded
 @FUZZ
-@given(program=st.sampled_from(["mm_relu", "softmax"]), steps=steps)
+@given(program=st.sampled_from(["mm_relu", "softmax", "two_sums_3_8", "two_sums_5_8", "two_sums_9_24",
+                                 "layer_norm_3_8"]),
+       steps=steps)
 @example(program="softmax", steps=[(7, 1, 1, 128)])  # a refused compute_at once left sch.mod re-emitted
+# both sums rfactored, their rows unrolled: One-Shot Bufferize once shared their zero tensor
+@example(program="two_sums_3_8", steps=[(14, 0, 2, 5), (14, 1, 2, 5)])
 def test_fuzz_schedule_against_numpy_and_replay(worker, program, steps):
     worker.run("schedule", {"program": program, "steps": [list(s) for s in steps]})
+
+
+@_seeded
+@FUZZ
+@given(program=st.sampled_from(["mm_relu", "softmax", "two_sums_3_8", "two_sums_6_8", "two_sums_12_64",
+                                 "layer_norm_3_8", "layer_norm_16_96"]),
+       picks=st.lists(st.integers(0, 7), max_size=8), cores=st.sampled_from([1, 2]))
+def test_fuzz_default_rules_with_random_decisions(worker, program, picks, cores):
+    worker.run("rules", {"program": program, "picks": picks, "cores": cores})
 
 
 @_seeded
@@ -89,6 +104,18 @@ def test_fuzz_schedule_against_numpy_and_replay(worker, program, steps):
 @given(ops=st.lists(st.integers(0, len(GRAPH_OPS) - 1), min_size=1, max_size=5), opt_level=st.integers(0, 3))
 def test_fuzz_graph_every_opt_level(worker, ops, opt_level):
     worker.run("graph", {"ops": ops, "opt_level": opt_level})
+
+
+@_seeded
+@FUZZ
+@given(layers=st.lists(st.integers(0, len(TORCH_LAYERS) - 1), min_size=1, max_size=4), batch=st.integers(1, 9),
+       width=st.sampled_from([8, 12, 32]), opt_level=st.integers(0, 3), frontend=st.sampled_from(["fx", "export"]))
+# LayerNorm(8) at a small batch: wrong rows once at the default opt_level
+@example(layers=[3], batch=3, width=8, opt_level=2, frontend="fx")
+def test_fuzz_torch_models_against_eager(worker, layers, batch, width, opt_level, frontend):
+    pytest.importorskip("torch")
+    worker.run("torch_model", {"layers": layers, "batch": batch, "width": width, "opt_level": opt_level,
+                               "frontend": frontend})
 
 
 @_seeded

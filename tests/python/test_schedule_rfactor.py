@@ -114,3 +114,37 @@ def test_rfactor_errors():
     sch.reverse_compute_at(sch.get_block("C"), j)
     with pytest.raises(mlc.ScheduleError, match="attached"):
         sch.rfactor(k1)
+
+
+def two_row_sums(rows=3, k=8):
+    """LayerNorm's two reductions of one input: S1 = row sum, S2 = row sum of squares, C = S1 + S2."""
+    from mlc_mlir import te
+
+    x = te.placeholder((rows, k), "float32", name="x")
+    r1, r2 = te.reduce_axis((0, k), "r1"), te.reduce_axis((0, k), "r2")
+    s1 = te.compute((rows,), lambda i: te.sum(x[i, r1], axis=r1), name="S1")
+    s2 = te.compute((rows,), lambda i: te.sum(x[i, r2] * x[i, r2], axis=r2), name="S2")
+    c = te.compute((rows,), lambda i: s1[i] + s2[i], name="C")
+    return te.create_prim_func([x, c], name="f")
+
+
+@pytest.mark.parametrize("rows, unrolled", [(3, "S1 S2"), (3, "S2"), (6, "S1 S2"), (9, "S1 S2")])
+def test_two_rfactored_reductions_with_unrolled_rows(rng, rows, unrolled):
+    """Both partial-sum chains start from one zero tensor; upstream bufferization took the
+    first row's vector write for a write of the whole tensor and let the second chain read
+    the first one's rows (C = [6.29, -4.12, 7.14] instead of [6.29, 2.96, 5.62])."""
+    sch = Schedule(two_row_sums(rows))
+    for name in ("S1", "S2"):
+        i, k = sch.get_loops(sch.get_block(name))
+        _, k1 = sch.split(k, [None, 8])
+        rf = sch.rfactor(k1)
+        i, k0, lanes = sch.get_loops(rf)
+        i0, i1 = sch.split(i, [None, 3])
+        sch.reorder(i0, k0, i1, lanes)
+        sch.vectorize(lanes)
+        if name in unrolled:
+            sch.unroll(i1)
+    x = rng.standard_normal((rows, 8)).astype("float32")
+    out = np.full(rows, np.nan, "float32")
+    mlc.build(sch.mod)["f"](x, out)
+    np.testing.assert_allclose(out, x.sum(1) + (x * x).sum(1), rtol=1e-5, atol=1e-5)
