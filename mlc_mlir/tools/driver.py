@@ -61,9 +61,41 @@ def split_input(text: str, marker: str | None, warn) -> list[Chunk]:
     return chunks
 
 
+def _bytecode_problem(data: bytes) -> str | None:
+    """Why MLIR bytecode must not reach the bindings' parser, or None.
+
+    Bytecode that mentions ``dl_spec`` is printed as text by the wheel's ``mlir-opt`` (which
+    accepts a module with two data layout specs where the bindings abort) and that text
+    goes through :func:`mlc_mlir.parse_guard.data_layout_error`.
+    """
+    if b"dl_spec" not in data:
+        return None
+    import subprocess
+
+    from ..parse_guard import data_layout_error
+    from .gen_upstream import mlir_opt_path
+    from .mlc_opt import _dialect_files_light
+
+    binary = mlir_opt_path()
+    if binary is None:
+        return "bytecode with a data layout spec (#dlti.dl_spec) cannot be checked without mlir-opt; " \
+               "give the input as text"
+    flags = [f"--irdl-file={f}" for f in _dialect_files_light() or []]
+    proc = subprocess.run([str(binary), *flags, "--allow-unregistered-dialect", "--mlir-print-op-generic", "-"],
+                          input=data, capture_output=True, timeout=120)
+    if proc.returncode != 0:
+        return None  # not readable bytecode: the bindings' parser reports it
+    problem = data_layout_error(proc.stdout.decode("utf-8", "replace"))
+    return None if problem is None else problem[2]
+
+
 def parse_chunk(chunk: Chunk) -> ir.Module:
     """Parse a chunk at its position in the file (raises ``ir.MLIRError``)."""
     if isinstance(chunk.text, bytes):  # MLIR bytecode
+        problem = _bytecode_problem(chunk.text)
+        if problem is not None:
+            ir.Location.file("-", 1, 1).emit_error(problem)
+            raise ir.MLIRError(f"-:1:1: {problem}", [])
         return ir.Module.parse(chunk.text)
     padded = "\n" * (chunk.line - 1) + " " * (chunk.col - 1) + chunk.text
     from ..parse_guard import guarded_parse  # too deep / not Unicode: refused, not a crash

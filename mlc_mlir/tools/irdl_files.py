@@ -11,6 +11,7 @@ from pathlib import Path
 from mlir import ir
 
 from ..irutil import sym_name
+from ..parse_guard import guarded_parse
 from .cli import UsageError
 
 __all__ = ["load_irdl_file"]
@@ -42,7 +43,7 @@ def load_irdl_file(ctx: ir.Context, path: str) -> None:
         raise UsageError(f"mlc-opt: cannot open IRDL file '{path}': {getattr(exc, 'strerror', exc)}") from None
     with ctx, ir.Location.unknown(ctx):
         try:
-            module = ir.Module.parse(text)
+            module = guarded_parse(text, source_name=path, report=False)  # bad text refused, not a crash
         except ir.MLIRError as exc:
             raise UsageError(f"mlc-opt: IRDL file '{path}' does not parse: {exc}") from None
         names = _dialect_names(module)

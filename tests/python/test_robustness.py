@@ -149,6 +149,56 @@ def test_lone_surrogate_and_binary_file(tmp_path):
         mlc.Module.from_file(path)
 
 
+# A module with two data layout specs: MLIR's module verifier reports the error but returns
+# success, and the bindings' assertion ("unhandled captured errors") aborts the interpreter.
+TWO_SPECS = {
+    "inline": 'module attributes {dlti.dl_spec = #dlti.dl_spec<"dlti.endianness" = "little">, '
+              'a.x = #dlti.dl_spec<"dlti.endianness" = "big">} {}',
+    "alias": '#s = #dlti.dl_spec<>\n#t = #s\nmodule attributes {a.x = #s, b.y = #t} {}',
+    "pretty": 'module attributes {a.x = #dlti<dl_spec<>>, // comment\n b.y = #dlti.dl_spec<>} {}',
+    "nested": 'module {\n  module @m attributes {"a.x" = #dlti.dl_spec<>, b.y = #dlti.dl_spec<>} {}\n}',
+    "generic": '"builtin.module"() <{sym_name = "m"}> ({\n^bb0:\n}) {a.x = #dlti.dl_spec<>, '
+               'b.y = #dlti.dl_spec<>} : () -> () loc("x.mlir":1:1)',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TWO_SPECS))
+def test_two_data_layout_specs_are_refused_not_an_abort(kind):
+    expect_error(f"mlc.Module.parse({TWO_SPECS[kind]!r})", "ParseError", "2 data layout specs", "'a.x'",
+                 "at most one")
+
+
+def test_single_data_layout_specs_still_parse():
+    out = run_child("""
+for text in [
+    'module attributes {dlti.dl_spec = #dlti.dl_spec<"dlti.endianness" = "little">} {}',
+    'module attributes {a.x = #dlti.dl_spec<>} {\\n module attributes {b.y = #dlti.dl_spec<>} {}\\n}',
+    'func.func @f(%a: i32 {a.x = #dlti.dl_spec<>, b.y = #dlti.dl_spec<>}) { return }',
+    'module attributes {a.x = #dlti.map<"k" = 1>, b.y = #dlti.dl_spec<>} {}',
+    'module attributes {a.x = "#dlti.dl_spec<>", b.y = #dlti.dl_spec<"x" = #dlti.dl_spec<>>} {}',
+]:
+    print(type(mlc.Module.parse(text)).__name__)
+""")
+    assert out.split() == ["Module"] * 5, out
+
+
+def test_mlc_opt_refuses_two_data_layout_specs_in_bytecode_and_irdl_files(tmp_path):
+    from mlc_mlir.tools.gen_upstream import mlir_opt_path
+
+    text, binary = tmp_path / "two.mlir", tmp_path / "two.mlirbc"
+    text.write_text(TWO_SPECS["inline"])
+    if mlir_opt_path() is None:
+        pytest.skip("no mlir-opt to write the bytecode")
+    subprocess.run([str(mlir_opt_path()), str(text), "--emit-bytecode", "-o", str(binary)], check=True,
+                   capture_output=True)
+    for args, names in (([str(binary), "--mlc-remove-unused"], "'a.x', 'dlti.dl_spec'"),  # bytecode: sorted
+                        ([f"--irdl-file={text}", str(binary)], "'dlti.dl_spec', 'a.x'")):
+        proc = subprocess.run([sys.executable, "-m", "mlc_mlir.tools.mlc_opt", *args],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1, proc.stderr[-2000:]
+        assert f"2 data layout specs (#dlti.dl_spec: {names})" in proc.stderr
+
+
 @pytest.mark.parametrize("size", ["te.var('n')", "1_000_000"])
 def test_too_large_intermediate_raises_allocation_error(size):
     out = run_child(f"""
