@@ -35,6 +35,14 @@ def build(mod: Module, target: str | Target = "llvm", *, opt_level: int = 3,
           print_after_all: bool = False, arch: str | None = None, fastmath: str = "contract") -> RuntimeModule:
     """Compile every public function of ``mod`` for the host CPU or a CUDA GPU.
 
+    The compiled call checks the arrays passed in (dtype, shape, ...), not the indices the
+    program computes: an out-of-bounds ``tensor.extract`` / ``tensor.insert`` (or
+    ``memref.load`` / ``memref.store``) in a hand-written program is undefined behaviour,
+    as in C: it reads or writes other memory, returns garbage or kills the process with a
+    segfault. ``te`` checks its affine indices against static dimensions when the program
+    is created (a ``TEError``), not against symbolic ones: ``A[i + 1]`` for ``i`` in
+    ``range(n)`` over a tensor of ``n`` elements reads one past the end.
+
     Args:
         mod: tensor programs (tensor form of docs/conventions.md, or memref form).
         target: ``"llvm"`` (host CPU, its vector features; ``"llvm -mcpu=znver3"``,
