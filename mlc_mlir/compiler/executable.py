@@ -71,30 +71,23 @@ class CompiledFunction:
     def _prepare(self, args: Sequence[Any]) -> list[np.ndarray]:
         sig = self.signature
         check_arity(sig.name, [a.name for a in sig.args], args)
-        arrays: list[np.ndarray] = []
+        checked: list[tuple[str, Any, np.ndarray]] = []
         bound: dict[str, tuple[int, str]] = {}
         for i, (spec, dtype, value) in enumerate(zip(sig.args, self._dtypes, args)):
+            where = f"@{sig.name} argument {i} ({spec.name})"
             try:
                 arr = as_numpy(value)
             except MlcError as exc:
-                raise ArgumentError(f"@{sig.name} argument {i} ({spec.name}): {exc}") from None
-            where = f"@{sig.name} argument {i} ({spec.name})"
+                raise ArgumentError(f"{where}: {exc}") from None
             check_array(where, arr, dtype, spec.shape, _fmt_shape(spec), symbols=spec.symbols, bound=bound,
                         owner=spec.name)
-            if spec.strides is not None:
-                arr = _strided(where, spec, arr)
-            elif not arr.flags.c_contiguous:
-                if spec.is_output:
-                    raise ArgumentError(f"{where}: output arrays must be C-contiguous")
-                arr = np.ascontiguousarray(arr)
-            if not arr.flags.aligned:  # compiled code may use aligned vector accesses
-                if spec.is_output:
-                    raise ArgumentError(f"{where}: output array is not aligned to its {arr.itemsize}-byte "
-                                        "elements")
-                arr = arr.copy()
-            if spec.is_output and not arr.flags.writeable:
-                raise ArgumentError(f"{where}: output array is read-only")
-            arrays.append(arr)
+            if spec.is_output:
+                arr = _laid_out(where, spec, arr)  # never copied: refused unless usable as is
+            checked.append((where, spec, arr))
+        # Every argument checked (dtype, shape, symbols bound across arguments, outputs): only
+        # now are inputs copied into the layout the code reads, so a call the checks refuse
+        # never pays for a copy (a huge zero-stride view would be NumPy's MemoryError).
+        arrays = [arr if spec.is_output else _laid_out(where, spec, arr) for where, spec, arr in checked]
         self._check_aliasing(arrays)
         return arrays
 
@@ -131,6 +124,29 @@ class CompiledFunction:
     def __repr__(self) -> str:
         params = ", ".join(f"{a.name}: {_fmt_shape(a)}x{a.elem}" for a in self.signature.args)
         return f"<mlc.CompiledFunction @{self.name}({params})>"
+
+
+def _laid_out(where: str, spec: Any, arr: np.ndarray) -> np.ndarray:
+    """``arr`` in the layout the compiled code accesses (C-contiguous or the declared
+    strides, aligned elements): as is, or for an input a copy; an output must already be."""
+    try:
+        if spec.strides is not None:
+            arr = _strided(where, spec, arr)
+        elif not arr.flags.c_contiguous:
+            if spec.is_output:
+                raise ArgumentError(f"{where}: output arrays must be C-contiguous")
+            arr = np.ascontiguousarray(arr)
+        if not arr.flags.aligned:  # compiled code may use aligned vector accesses
+            if spec.is_output:
+                raise ArgumentError(f"{where}: output array is not aligned to its {arr.itemsize}-byte elements")
+            arr = arr.copy()
+    except MemoryError:
+        raise ArgumentError(f"{where}: the code reads a contiguous copy of this {arr.dtype} array of shape "
+                            f"{arr.shape} ({arr.size * arr.itemsize / 2**30:.3g} GiB), which cannot be "
+                            "allocated; pass a C-contiguous array") from None
+    if spec.is_output and not arr.flags.writeable:
+        raise ArgumentError(f"{where}: output array is read-only")
+    return arr
 
 
 def _strided(where: str, spec: Any, arr: np.ndarray) -> np.ndarray:

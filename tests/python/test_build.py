@@ -98,6 +98,24 @@ def test_non_contiguous_input_is_copied_output_rejected(mm_relu_rt, rng):
         mm_relu_rt["mm_relu"](a, b, np.zeros((128, 256), np.float32)[:, ::2])
 
 
+def test_huge_zero_stride_input_is_checked_before_any_copy():
+    # A broadcast view of 2**40 rows costs no memory; its contiguous copy would be 32 TiB.
+    # The checks of every argument run before an input is copied: ArgumentError, not
+    # NumPy's MemoryError (nor, with overcommit, a copy that runs the machine out of memory).
+    f = mlc.build(mlc.Module.parse(SYMBOLIC))["linear0"]
+    huge_w = np.broadcast_to(np.zeros(1, np.float32), (2**40, 8))
+    with pytest.raises(mlc.ArgumentError, match="dimension 1 is 4 but symbol 'n' was bound to 1099511627776 by W"):
+        f(np.zeros((1, 8), np.float32), huge_w, np.zeros((1, 4), np.float32))
+    with pytest.raises(mlc.ArgumentError, match=r"argument 1 \(W\): expected dtype float32, got float64"):
+        f(np.zeros((1, 8), np.float32), np.broadcast_to(np.zeros(1), (2**40, 8)), np.zeros((1, 4), np.float32))
+    # A call the checks accept whose copy is beyond any address space (256 TiB): the
+    # argument is named, and nothing is left half done.
+    huge_x = np.broadcast_to(np.zeros(1, np.float32), (1, 2**46))
+    with pytest.raises(mlc.ArgumentError, match=r"argument 0 \(X\): the code reads a contiguous copy .* "
+                                                r"cannot be allocated; pass a C-contiguous array"):
+        f(huge_x, np.broadcast_to(np.zeros(1, np.float32), (4, 2**46)), np.zeros((1, 4), np.float32))
+
+
 @pytest.mark.parametrize("args, msg", [
     (lambda a, b, c: (a, b), "takes 3 arguments"),
     (lambda a, b, c: (a, b, c, c), "takes 3 arguments"),

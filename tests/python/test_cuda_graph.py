@@ -64,6 +64,13 @@ def test_vm_on_cuda_plumbing(digits):
         assert len(fake.launches) == 4
         with pytest.raises(mlc.GraphError, match="built for"):
             mlc.graph.VirtualMachine(ex, mlc.cpu())
+        # host inputs are checked before they are copied: a 2**40-row zero-stride view of
+        # the wrong dtype or width is an ArgumentError, not NumPy's MemoryError
+        for huge, msg in ((np.broadcast_to(np.zeros(1), (2**40, 64)), "expected dtype float32, got float64"),
+                          (np.broadcast_to(np.zeros(1, np.float32), (2**40, 63)), r"argument 0 \(x\): expected shape \(n, 64\)")):
+            with pytest.raises(mlc.ArgumentError, match=msg):
+                vm["main"](huge, *weights)
+        assert fake.calls.count("cuMemAllocAsync") == fake.calls.count("cuMemFreeAsync")
 
 
 def test_env_functions_are_refused_for_cuda(digits):

@@ -60,14 +60,14 @@ class CudaGraphFunction:
         if len(args) != len(sig.inputs):
             names = ", ".join(s.name for s in sig.inputs)
             raise ArgumentError(f"@{sig.name} takes {len(sig.inputs)} input(s) ({names}), got {len(args)}")
-        arrays = []
-        for i, a in enumerate(args):
-            if cu.is_cuda_array(a):
-                arrays.append(a if isinstance(a, cu.CudaNDArray) else cu.from_dlpack(a))
-            else:
-                from ...runtime import as_numpy
+        from ...runtime import as_numpy
 
-                arrays.append(cu.cuda_array(np.ascontiguousarray(as_numpy(a)), self._device))
+        views = [(a if isinstance(a, cu.CudaNDArray) else cu.from_dlpack(a)) if cu.is_cuda_array(a)
+                 else as_numpy(a) for a in args]
+        # dtypes and shapes checked before a host array is copied: a wrong call never pays
+        # for the copy (a huge zero-stride view would be NumPy's MemoryError)
+        self._compiled._check([v.shape for v in views], [v.dtype for v in views])
+        arrays = [v if isinstance(v, cu.CudaNDArray) else self._to_device(i, v) for i, v in enumerate(views)]
         symbols: dict[str, int] = {}
         for spec, arr in zip(sig.inputs, arrays):
             for want, got in zip(spec.shape, arr.shape):
@@ -77,3 +77,11 @@ class CudaGraphFunction:
                               np.dtype(spec.dtype), self._device) for spec in sig.outputs]
         self._compiled(*arrays, *outs)  # checks shapes and dtypes against the signature
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _to_device(self, i: int, host: np.ndarray) -> cu.CudaNDArray:
+        try:
+            return cu.cuda_array(np.ascontiguousarray(host), self._device)
+        except MemoryError:
+            raise ArgumentError(f"@{self.signature.name} input {i} ({self.signature.inputs[i].name}): a "
+                                f"contiguous copy of this {host.dtype} array of shape {host.shape} cannot be "
+                                "allocated; pass a C-contiguous array") from None
