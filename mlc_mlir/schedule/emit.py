@@ -204,13 +204,10 @@ class _FuncEmitter:
         handle = self.block_h[block.name]
         if m:
             self._merge_slices()
-            fused = structured.FuseIntoContainingOp(handle, self.loop_h[path[m - 1]])
-            handle = fused.fused_op
-            self.loop_h[path[m - 1]] = fused.new_containing_op
+            handle = self._fuse(handle, block, m)
         level = st.init_level(block)
         if block.info.has_init and m and level >= 1:
-            fill = structured.FuseIntoContainingOp(self.block_h[block.name + "@init"], self.loop_h[path[m - 1]])
-            self.loop_h[path[m - 1]] = fill.new_containing_op
+            self._fuse(self.block_h[block.name + "@init"], block, m)
         start = m
         if block.info.has_init and level > m:
             self._fence_producers(block)
@@ -232,6 +229,22 @@ class _FuncEmitter:
             handle = self._tile(block, handle, i)
             self._emit_attached(path[i])
         self.block_h[block.name] = handle
+
+    def _fuse(self, handle: ir.Value, block: BlockState, m: int) -> ir.Value:
+        """Fuse ``handle`` (``block`` or its init) into the loop ``block.path[m - 1]``.
+
+        A block that does not vary with the inner shared loops (softmax's row sum computed
+        at the column loop ``j`` of its consumer) is read there through the slice that an
+        outer loop took: it is fused into the innermost loop it varies with first, through
+        that slice, and then cloned into ``path[m - 1]`` (computed once per iteration of
+        it, as TVM's ``compute_at``)."""
+        path = block.path
+        varies = [q for q in range(m) if self.state.loops[path[q]].parts.get(block.name)]
+        for q in ([varies[-1]] if varies and varies[-1] < m - 1 else []) + [m - 1]:
+            fused = structured.FuseIntoContainingOp(handle, self.loop_h[path[q]])
+            handle = fused.fused_op
+            self.loop_h[path[q]] = fused.new_containing_op
+        return handle
 
     def _emit_attached(self, uid: int) -> None:
         """Emit the blocks attached (compute_at / reverse_compute_at) right at loop ``uid``,

@@ -147,3 +147,48 @@ def test_blockize():
         sch.split(ki, factors=[None, 2])
     sch.decompose_reduction(outer, k)
     check_matmul(sch)
+
+
+def softmax(m=7, n=31):
+    """Softmax over rows as te blocks M (row max), E (exp), S (row sum), C (E / S)."""
+    from mlc_mlir import te
+
+    a = te.placeholder((m, n), name="A")
+    k = te.reduce_axis((0, n), name="k")
+    mx = te.compute((m,), lambda i: te.max(a[i, k], axis=k), name="M")
+    e = te.compute((m, n), lambda i, j: te.exp(a[i, j] - mx[i]), name="E")
+    k2 = te.reduce_axis((0, n), name="k2")
+    s = te.compute((m,), lambda i: te.sum(e[i, k2], axis=k2), name="S")
+    c = te.compute((m, n), lambda i, j: e[i, j] / s[i], name="C")
+    return te.create_prim_func([a, c], name="softmax")
+
+
+@pytest.mark.parametrize("split_s", [False, True])
+def test_compute_at_reduction_under_consumer_inner_loop(rng, split_s):
+    """The row sum S computed at C's column loop j (it varies with i only: fused into i
+    through C's row slice, then cloned into j); equals NumPy and replays."""
+    import numpy as np
+
+    import mlc_mlir as mlc
+
+    sch = Schedule(softmax())
+    i, j = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("S"), j)
+    assert [lp.name for lp in sch.get_loops("S")] == ["i", "j", "ax0"]
+    if split_s:
+        sch.split(sch.get_loops("S")[-1], [None, 4])
+    text = str(sch.mod)
+    filecheck(text, """
+    CHECK: scf.for
+    CHECK: scf.for
+    CHECK: linalg.generic {{.*}}mlc.block = "S"
+    CHECK: linalg.generic {{.*}}mlc.block = "C"
+    CHECK: {mlc.loop = "j"}
+    CHECK: {mlc.loop = "i"}
+    """)
+    a = rng.standard_normal((7, 31)).astype("float32")
+    out = np.zeros((7, 31), "float32")
+    mlc.build(sch.mod)["softmax"](a, out)
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    assert str(Schedule(softmax()).replay(sch.trace).mod) == text
