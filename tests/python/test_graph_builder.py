@@ -189,3 +189,30 @@ def test_two_dataflow_blocks_with_a_side_effect_between():
     mod = bb.get()
     verify_graph(mod)
     assert str(mod).count('"mlc.dataflow"') == 2
+
+
+def test_emit_te_takes_numpy_weights_as_constants():
+    """``bb.emit_te(te_func, x, w_numpy, b_numpy)``: NumPy arrays become graph constants."""
+    import numpy as np
+
+    import mlc_mlir as mlc
+    from mlc_mlir import te
+
+    def te_linear(x, w, b):
+        k = te.reduce_axis((0, x.shape[1]), name="k")
+        y = te.compute((x.shape[0], w.shape[0]), lambda i, j: te.sum(x[i, k] * w[j, k], axis=k), name="Y")
+        return te.compute(y.shape, lambda i, j: y[i, j] + b[j], name="Z")
+
+    rng = np.random.default_rng(0)
+    w, b = rng.standard_normal((6, 5), dtype=np.float32), rng.standard_normal(6, dtype=np.float32)
+    bb = mlc.graph.BlockBuilder()
+    x = mlc.graph.Var("x", ("n", 5), "float32")
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit_te(te_linear, x, w, b))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    assert str(mod).count("mlc.constant") == 2
+    xv = rng.standard_normal((3, 5), dtype=np.float32)
+    out = mlc.graph.VirtualMachine(mlc.graph.build(mod), mlc.cpu())["main"](xv).numpy()
+    np.testing.assert_allclose(out, xv @ w.T + b, rtol=1e-5, atol=1e-5)

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from mlir import ir
 from mlir.dialects import func
 
@@ -30,7 +32,7 @@ from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Function, GlobalVar, Module
 from .emit import OUTPUT_SLOTS, Emitter, create_op, segment_sizes
-from ..ir.expr import Call, Expr, Var, shape_attr, tensor_type
+from ..ir.expr import Call, Expr, Var, const, shape_attr, tensor_type
 from .te_bridge import import_te_program
 
 __all__ = ["BlockBuilder"]
@@ -202,11 +204,15 @@ class BlockBuilder:
         """Create the tensor program of ``te_func(*args)`` and return its ``call_tir`` (not emitted).
 
         Graph expressions among ``args``/``kwargs`` become ``te.placeholder`` inputs (a
-        symbolic dimension stays symbolic); other arguments are passed through unchanged.
+        symbolic dimension stays symbolic); NumPy arrays (of rank >= 1) become constants of
+        the graph first (``mlc.graph.const``), so weights can be passed as they are; other
+        arguments are passed through unchanged.
         The program (``te.create_prim_func``) is added to the module, named after
         ``te_func`` (``te_matmul``, then ``te_matmul1``...).
         """
         self._require_function("bb.call_te")
+        args = tuple(_as_graph_value(a) for a in args)
+        kwargs = {k: _as_graph_value(v) for k, v in kwargs.items()}
         name = self._unique_func_name(primfunc_name_hint or getattr(te_func, "__name__", "te_func"))
         call_args, shape, dtype = import_te_program(self._module, name, te_func, args, kwargs)
         for a in call_args:
@@ -355,3 +361,10 @@ def _emit_dataflow(emitter: Emitter, block: _Dataflow) -> None:
         del emitter.env[key]
     for v, r in zip(block.outputs, df.results):
         emitter.env[id(v)] = r
+
+
+def _as_graph_value(value: Any) -> Any:
+    """A NumPy array of rank >= 1 as a graph constant; anything else unchanged."""
+    if isinstance(value, np.ndarray) and value.ndim >= 1:
+        return const(value)
+    return value
