@@ -5,8 +5,10 @@ tuning run through the public API (the tuned kernel equals NumPy; the best trace
 to the same IR). No timing here: benchmarks/bench_tune.py."""
 
 import random
+import re
 
 import numpy as np
+import pytest
 
 import mlc_mlir as mlc
 from mlc_mlir.schedule import Schedule, Trace
@@ -26,6 +28,37 @@ def test_first_candidate_is_the_rules_schedule():
     apply_rules(plain, HASWELL)
     assert str(first.mod) == str(plain.mod)
     assert "sample_categorical" in str(first.trace) and "sample_perfect_tile" in str(first.trace)
+
+
+def test_invalid_decide_pick_is_a_schedule_error():
+    """A pick that is not an index of a site's options is refused, naming the site, the pick
+    and the options (it was once replaced by the rule's own pick without a word); None and
+    NumPy integers are picks."""
+    sites = []
+
+    def record(site, n, default):
+        sites.append(n)
+        return None  # the rule's own pick
+
+    sch = Schedule(mm_relu())
+    apply_rules(sch, HASWELL, decide=record)
+    ref = Schedule(mm_relu())
+    apply_rules(ref, HASWELL, tunable=True)
+    assert str(sch.trace) == str(ref.trace)
+    assert str(Schedule(mm_relu()).replay(Trace.from_json(sch.trace.as_json())).mod) == str(sch.mod)
+    kinds = [i.kind for i in sch.trace.instructions if i.kind in ("sample_categorical", "sample_perfect_tile")]
+    assert len(kinds) == len(sites) and {"sample_categorical", "sample_perfect_tile"} <= set(kinds)
+    for site in (kinds.index("sample_categorical"), kinds.index("sample_perfect_tile")):
+        n = sites[site]
+        for bad in (n, -1, 1.0, "0", True):
+            msg = (rf"decide picked {re.escape(repr(bad))} for decision {site} \({kinds[site]}[^)]*\); "
+                   rf"valid picks are the indices 0\.\.{n - 1} of \[")
+            with pytest.raises(mlc.ScheduleError, match=msg):
+                apply_rules(Schedule(mm_relu()), HASWELL,
+                            decide=lambda s, count, default, site=site, bad=bad: bad if s == site else default)
+    np_picks = Schedule(mm_relu())
+    apply_rules(np_picks, HASWELL, decide=lambda s, count, default: np.int64(default))
+    assert str(np_picks.trace) == str(ref.trace)
 
 
 def test_space_samples_and_mutates_real_choices():
