@@ -11,8 +11,10 @@ such text first. ``mlc.Module.parse`` and ``mlc-opt`` parse through it.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from mlir import ir
+if TYPE_CHECKING:  # the bindings load in guarded_parse: mlc-opt's hand-off to mlir-opt reads no MLIR
+    from mlir import ir
 
 __all__ = ["guarded_parse", "nesting_error", "data_layout_error", "MAX_NESTING"]
 
@@ -168,6 +170,8 @@ def guarded_parse(text: str, *, source_name: str = "-", report: bool = True) -> 
         mlir.ir.MLIRError: the text does not parse or verify, or is refused by a check
             (then its message says why and ``error_diagnostics`` is empty).
     """
+    from mlir import ir
+
     problem = None
     if not isinstance(text, str):
         problem = (1, 1, f"expected MLIR text (str), got {type(text).__name__}")

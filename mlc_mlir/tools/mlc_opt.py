@@ -41,7 +41,7 @@ def _version() -> str:
 
 
 def _help() -> str:
-    from . import _upstream
+    from . import _mlc_passes, _upstream
     from .cli import OPTION_HELP
 
     lines = ["OVERVIEW: mlc-opt: MLIR modular optimizer driver with the mlc-mlir dialects and passes", "",
@@ -52,16 +52,10 @@ def _help() -> str:
             spell = " <value>" if kind == "value" else spell
         lines.append(f"  {'-' if len(name) == 1 else '--'}{name}{spell}".ljust(48) + f" - {text}")
     lines += ["", "  Project passes (--mlc-NAME):"]
-    lines += [f"    --mlc-{p.name}".ljust(48) + f" - {p.help}" for p in _mlc_passes()]
+    lines += [f"    --mlc-{name}".ljust(48) + f" - {text}" for name, text in _mlc_passes.PASSES.items()]
     lines += ["", "  Upstream passes (as in mlir-opt; --NAME or --NAME=\"opt=v ...\"):"]
     lines += [f"    --{k}".ljust(48) + f" - {v}" for k, v in {**_upstream.PASSES, **_upstream.PIPELINES}.items()]
     return "\n".join(lines) + "\n"
-
-
-def _mlc_passes() -> list:
-    from ..passes import list_passes
-
-    return list_passes()
 
 
 def _early_exit(opts: Options) -> int | None:
@@ -73,12 +67,12 @@ def _early_exit(opts: Options) -> int | None:
         sys.stdout.write(_version())
         return 0
     if opts.get("list-passes"):
-        from . import _upstream
+        from . import _mlc_passes, _upstream
 
         for name in list(_upstream.PASSES) + list(_upstream.PIPELINES):
             print(f"--{name}")
-        for p in _mlc_passes():
-            print(f"--mlc-{p.name}: {p.help}")
+        for name, text in _mlc_passes.PASSES.items():
+            print(f"--mlc-{name}: {text}")
         return 0
     if opts.get("show-dialects"):
         from . import _upstream

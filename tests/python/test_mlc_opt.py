@@ -269,6 +269,26 @@ def test_same_output_as_mlir_opt(tmp_path, name, args, python_path):
         (ref.returncode, ref.stdout, ref.stderr.replace("mlir-opt", "mlc-opt"))
 
 
+def test_project_pass_table_matches_the_registry():
+    """mlc-opt's help reads the project's passes from a generated table (no bindings loaded):
+    it must list exactly the registered passes (regenerate: python -m mlc_mlir.tools.gen_upstream)."""
+    from mlc_mlir.tools import _mlc_passes
+    from mlc_mlir.tools.gen_upstream import project_passes
+
+    assert _mlc_passes.PASSES == project_passes()
+
+
+def test_help_does_not_load_the_bindings():
+    import subprocess
+    import sys
+
+    code = ("import sys; from mlc_mlir.tools.mlc_opt import main; main(['--help']); main(['--list-passes']); "
+            "assert 'mlir.ir' not in sys.modules, 'mlc-opt --help loaded the MLIR bindings'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "--mlc-partial-writes" in proc.stdout
+
+
 @needs_mlir_opt
 def test_pass_table_matches_installed_mlir_opt():
     from mlc_mlir.tools import _upstream
