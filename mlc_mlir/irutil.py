@@ -12,6 +12,7 @@ Helpers that build IR must be called inside the shared context (``mlc_context()`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -107,10 +108,31 @@ def diagnostic_lines(diag: Any, depth: int = 0) -> list[str]:
     return lines
 
 
-def diagnostics_text(exc: ir.MLIRError) -> str:
-    """Render the diagnostics carried by an ``MLIRError`` as ``loc: message`` lines."""
+def diagnostics_text(exc: ir.MLIRError, source: str | None = None, source_name: str = "-") -> str:
+    """Render the diagnostics carried by an ``MLIRError`` as ``loc: message`` lines.
+
+    With ``source`` (the text that was parsed), a diagnostic located in it reads as
+    mlir-opt prints it: ``source_name:line:col: message``, the source line and a caret.
+    """
     lines = [line for diag in exc.error_diagnostics for line in diagnostic_lines(diag)]
+    if source is not None:
+        lines = [_with_source_line(line, source, source_name) for line in lines]
     return "\n".join(lines) or str(exc)
+
+
+_FILE_LOC = re.compile(r'^(\s*)loc\("[^"]*":(\d+):(\d+)\): (.*)$', re.S)
+
+
+def _with_source_line(line: str, source: str, source_name: str) -> str:
+    m = _FILE_LOC.match(line)
+    if m is None:
+        return line
+    indent, row, col, msg = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+    rows = source.splitlines()
+    if not 1 <= row <= len(rows):
+        return f"{indent}{source_name}:{row}:{col}: {msg}"
+    text = rows[row - 1]
+    return f"{indent}{source_name}:{row}:{col}: {msg}\n{indent}{text}\n{indent}{' ' * (col - 1)}^"
 
 
 # -- argument checking ----------------------------------------------------------------------
