@@ -11,7 +11,10 @@ workers (all their threads) are moved off the running cores, or paused (``SIGSTO
 build deadline stopped too) when no other core is free, so a build never shares a core
 with a measurement. A worker that dies (abort, segfault, out of
 memory) or passes its build/run deadline is killed and replaced; its candidate becomes a
-failed result and the tuning run goes on.
+failed result and the tuning run goes on. A build deadline counts from the moment the
+worker is ready (spawned, its imports done): a start-up slowed by a loaded machine is
+not charged to the candidate (the start-up has a deadline of its own,
+:data:`STARTUP_TIMEOUT`).
 """
 
 from __future__ import annotations
@@ -30,9 +33,13 @@ from typing import Any
 from ..errors import TuneError
 from .measure import MeasureInput, MeasureResult
 
-__all__ = ["LocalBackend"]
+__all__ = ["LocalBackend", "STARTUP_TIMEOUT"]
 
 log = logging.getLogger("mlc_mlir.tune")
+
+#: seconds a spawned worker may take to be ready (its imports), on top of the build
+#: deadline of its first candidate
+STARTUP_TIMEOUT = 120.0
 
 
 def _die_with_parent() -> None:
@@ -73,6 +80,7 @@ def _worker_main(conn: Any, mem_limit: int | None, threads: int, blocktime_ms: i
     from .measure import build_candidate, build_info, run_candidate
 
     all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    conn.send(("ready", None))  # the parent starts the build clock of a waiting candidate now
     while True:
         msg = conn.recv()
         if msg is None:
@@ -134,6 +142,7 @@ class _Worker:
         self.job: MeasureInput | None = None
         self.state = "idle"  # idle | building | waiting | running
         self.deadline = float("inf")
+        self.ready = False  # said "ready" (imports done): build deadlines count from then
         self.cores: tuple[int, ...] | None = None
         self.pin: Any = None  # None (all cores) | frozenset of cores | "paused"
         self.remaining = 0.0  # build seconds left while paused
@@ -248,7 +257,7 @@ class LocalBackend:
                 if pending and (self._workers[i] is None or self._workers[i].state == "idle"):
                     w = self._worker(i)
                     w.job, w.state = pending.pop(0), "building"
-                    w.deadline = time.monotonic() + self.build_timeout
+                    w.deadline = time.monotonic() + self.build_timeout + (0.0 if w.ready else STARTUP_TIMEOUT)
                     w.conn.send(w.job)
             for w in self._workers:
                 busy = self.serial_runs and any(v is not None and v.state == "running" for v in self._workers)
@@ -286,7 +295,14 @@ class LocalBackend:
             try:
                 if w.conn.poll():
                     tag, res = w.conn.recv()
-                    if tag == "built" and res is None:
+                    if tag == "ready":
+                        w.ready = True
+                        if w.state == "building":  # the build clock starts now
+                            if w.pin == "paused":
+                                w.remaining = self.build_timeout
+                            else:
+                                w.deadline = time.monotonic() + self.build_timeout
+                    elif tag == "built" and res is None:
                         w.move(None, self._all)  # blocked on its go-ahead: unpinned before it pins itself
                         w.state, w.deadline = "waiting", float("inf")
                     else:
@@ -299,6 +315,10 @@ class LocalBackend:
         now = time.monotonic()
         for w in busy:
             if id(w) not in handled and w.state in ("building", "running") and now > w.deadline:
+                if not w.ready:
+                    self._fail(w, finish, "starting: the worker was not ready after "
+                                          f"{STARTUP_TIMEOUT + self.build_timeout:g} s")
+                    continue
                 limit = self.build_timeout if w.state == "building" else self.run_timeout
                 self._fail(w, finish, f"{w.state}: timed out after {limit:g} s")
 
