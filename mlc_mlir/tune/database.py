@@ -1,8 +1,10 @@
 """The tuning database: one JSON-lines file per work_dir (MetaSchedule's JSONDatabase).
 
 Each line is one JSON object, appended with a single ``write`` on a file opened with
-``O_APPEND`` and flushed to disk, so a killed run leaves whole lines (a torn last line
-is skipped on reading). Two kinds of line:
+``O_APPEND`` and flushed to disk, so a killed run leaves whole lines. A line torn
+anyway (a crash mid-write, junk bytes after it) is skipped on reading, and the next append
+starts a new line after it, so a resumed run's first record is not glued to it. Two kinds
+of line:
 
 * ``{"kind": "workload", "key": ..., "task": ..., "mod": text, "flops": n}``
 * ``{"kind": "record", "key": ..., "task": ..., "trace": trace-json, "decisions": ...,
@@ -95,22 +97,25 @@ class JSONDatabase:
     def _load(self) -> None:
         if not self.path.exists():
             return
-        for n, line in enumerate(self.path.read_text().splitlines(), 1):
-            if not line.strip():
+        for n, raw in enumerate(self.path.read_bytes().splitlines(), 1):
+            if not raw.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json.loads(raw.decode())
                 if obj["kind"] == "workload":
                     self.workloads[obj["key"]] = obj
                 else:
                     self._records.append(TuningRecord.from_json(obj))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 log.warning("%s line %d skipped (torn or invalid: %s)", self.path, n, exc)
 
     def _append(self, obj: dict[str, Any]) -> None:
         data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # after a torn last line: start a line of our own
             os.write(fd, data)
             os.fsync(fd)
         finally:
