@@ -1,5 +1,6 @@
 # `make demo`: set up .venv if missing, run the course's end-to-end flow on a real model.
-# `make test`: set up .venv if missing, run every test (pytest + lit + the installed-wheel check).
+# `make test`: set up .venv if missing, run every test (pytest + lit + the installed-wheel check):
+# all three parts even when one fails, then one summary line per part; fails iff a part failed.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -21,15 +22,44 @@ $(STAMP): pyproject.toml setup.py
 demo: setup
 	$(PY) examples/mlp_digits.py
 
-test: setup pytest lit package-check
+TEST_PARTS := pytest lit package-check
+TEST_LOGS  := build/test-logs
+# pytest-xdist workers for `make pytest` (both cores; the tuning tests stay together in one
+# worker: tests/python/conftest.py); PYTEST_WORKERS=0 runs the suite in one process.
+PYTEST_WORKERS ?= 2
+
+# A part's counts, read from its log: pytest's last count line, lit's summary, the package
+# check's verdict.
+part_counts = case $(1) in \
+  pytest) grep -E '[0-9]+ (passed|failed|errors?|skipped)|no tests ran' $(2) | tail -n 1 | tr -d '=' \
+          | sed -E 's/^ +//; s/ +$$//';; \
+  lit) grep -E '^  [A-Z][A-Za-z ]+: +[0-9]+' $(2) | sed -E 's/^ +//; s/: +/: /; s/ \(.*//' | paste -sd ',' - \
+       | sed 's/,/, /g';; \
+  *) grep -E '^package check' $(2) | tail -n 1;; \
+esac
+
+# Each part runs whatever the others did; its whole output is also kept in $(TEST_LOGS)/.
+test: setup
+	@mkdir -p $(TEST_LOGS); : > $(TEST_LOGS)/summary; failed=0; \
+	for part in $(TEST_PARTS); do \
+	  echo "== make $$part"; t0=$$(date +%s); \
+	  { $(MAKE) --no-print-directory $$part; echo $$? > $(TEST_LOGS)/$$part.rc; } 2>&1 | tee $(TEST_LOGS)/$$part.log; \
+	  if [ "$$(cat $(TEST_LOGS)/$$part.rc)" = 0 ]; then status=passed; else status=FAILED; failed=1; fi; \
+	  counts=$$($(call part_counts,$$part,$(TEST_LOGS)/$$part.log)); \
+	  printf '%-14s %-7s %5ss  %s\n' $$part $$status $$(( $$(date +%s) - t0 )) "$${counts:-(no counts: see $(TEST_LOGS)/$$part.log)}" \
+	    >> $(TEST_LOGS)/summary; \
+	done; \
+	echo "== make test: one line per part (part, result, wall time, counts; logs in $(TEST_LOGS)/)"; \
+	cat $(TEST_LOGS)/summary; exit $$failed
 
 # The venv's pytest script, not `python -m pytest`: the checkout is not put on sys.path, so
 # mlc_mlir is imported the way the installed package is.
 pytest: setup
-	$(VENV)/bin/pytest tests/python
+	$(VENV)/bin/pytest tests/python $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS))
 
+# -s: a progress line, failures with their output (-v), then the counts per result.
 lit: setup
-	$(VENV)/bin/lit -q tests/lit
+	$(VENV)/bin/lit -sv tests/lit
 
 .PHONY: fuzz
 # `make fuzz`: a long random Hypothesis search (tests/python/test_fuzz.py); replay with MLC_FUZZ_SEED=<seed>.

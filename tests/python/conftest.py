@@ -10,9 +10,33 @@ import pytest
 _CHILD_ENV = "MLC_TEST_IN_CHILD"
 
 
+#: Test files whose tests must not overlap one another when ``make test`` runs pytest-xdist
+#: (``-n 2``): tuning runs pin their measurements to core 0 and pause their builders, the Ray
+#: test starts a local cluster (its ports, /tmp/ray), others kill process groups or wait on
+#: the sampler's and the workers' deadlines. They form one work unit, run first, one test at
+#: a time, by one xdist worker; every other test is a unit of its own (see
+#: :func:`pytest_xdist_make_scheduler`).
+TUNING_FILES = frozenset({"test_tune.py", "test_tune_isolation.py"})
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "isolated: run the test in a child pytest process, so that an abort "
                                        "of the interpreter fails this test instead of ending the run")
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scope scheduling with the :data:`TUNING_FILES` as one scope, every other test a
+    scope of its own (xdist's ``--dist loadgroup`` with ``xdist_group`` marks would say the
+    same, but xdist 3.8 renames ``item._nodeid``, which pytest 9 no longer reads)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TuningApart(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+            return "tuning" if name in TUNING_FILES else nodeid
+
+    return TuningApart(config, log)
 
 
 def pytest_pyfunc_call(pyfuncitem):
