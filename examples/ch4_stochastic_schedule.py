@@ -40,6 +40,8 @@ def random_search(mod: mlc.Module, args, num_trials: int = 5, seed: int = 0) -> 
         print(sch.trace)
         if best_result is None or result < best_result:
             best_result, best_sch = result, sch
+    if best_sch is None:
+        raise ValueError(f"num_trials must be at least 1, got {num_trials}")
     return best_sch
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 import mlc_mlir as mlc
 from mlc_mlir import te
+from mlc_mlir.compiler import RuntimeModule
 from mlc_mlir.compiler.cuda import CudaModule, cuda_driver, device_arch
 
 N, NTHREAD = 1024, 128
@@ -38,8 +39,9 @@ def bind(mod: mlc.Module) -> mlc.Schedule:
     return sch
 
 
-def show(title: str, rt: CudaModule, head: int) -> None:
+def show(title: str, rt: RuntimeModule, head: int) -> None:
     """The launch, the first ``head`` lines of the PTX and its global loads/stores."""
+    assert isinstance(rt, CudaModule)  # what mlc.build returns for target="cuda"
     print(f"--- {title}: {rt.target} (kernels as {rt.cuda.format}) ---")
     launch = [line.strip() for line in rt.get_source("gpu").splitlines() if "gpu.launch" in line]
     print("launch:", launch[0])

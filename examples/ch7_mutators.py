@@ -233,9 +233,11 @@ def main() -> None:
 
     MLPModel = create_model()
     MLPModel.show()
-    MLPFused = FuseDenseAddPass()(MLPModel)
+    # module_pass makes the class's instances callable passes; mypy does not apply class
+    # decorators, hence the ignores
+    MLPFused = FuseDenseAddPass()(MLPModel)  # type: ignore[operator]
     MLPFused.show()
-    MLPModelTIR = LowerToTensorIRPass()(MLPFused)
+    MLPModelTIR = LowerToTensorIRPass()(MLPFused)  # type: ignore[operator]
     MLPModelTIR["main"].show()
 
     ex = relax.build(MLPModelTIR, target="llvm")

@@ -1,12 +1,12 @@
 """End-to-end model execution (MLC course ch.3) on real data: an MLP on scikit-learn digits.
 
 1. Train a 2-layer MLP (64 -> 128 -> 10) with NumPy on ``sklearn.datasets.load_digits``.
-2. Write the model four ways, as in the course, and run the whole test split through each:
+2. Write the model five ways and run the whole test split through each: the course's four,
    (a) tensor programs only: ``call_tir`` of ``linear0`` / ``relu0`` / ``linear1`` built with te;
    (b) environment functions only: ``call_dps_packed("env.linear")`` / ``"env.relu"``;
    (c) a mixture of both;
    (d) the mixture after ``BindParams``: ``vm["main"](x)`` takes only the data;
-   plus (e) high-level graph ops (``matmul``, ``add``, ``relu``) legalized to tensor programs.
+   and (e) high-level graph ops (``matmul``, ``add``, ``relu``) legalized to tensor programs.
 3. Each must predict exactly like the NumPy reference (same argmax on every sample,
    logits allclose).
 4. Graph optimization (course ch.7, ``examples/mlp_fusion.py``): the model's graph ops
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -93,9 +94,11 @@ def te_relu(x: te.Tensor) -> te.Tensor:
 def tensor_programs() -> mlc.Module:
     """A module holding linear0, relu0 and linear1 for a symbolic batch ``n``."""
     bb = BlockBuilder()
-    for name, fn, shapes in [("linear0", te_linear, [("n", 64), (HIDDEN, 64), (HIDDEN,)]),
-                             ("relu0", te_relu, [("n", HIDDEN)]),
-                             ("linear1", te_linear, [("n", HIDDEN), (10, HIDDEN), (10,)])]:
+    programs: list[tuple[str, Callable[..., te.Tensor], list[tuple[int | str, ...]]]] = [
+        ("linear0", te_linear, [("n", 64), (HIDDEN, 64), (HIDDEN,)]),
+        ("relu0", te_relu, [("n", HIDDEN)]),
+        ("linear1", te_linear, [("n", HIDDEN), (10, HIDDEN), (10,)])]
+    for name, fn, shapes in programs:
         args = [te.placeholder(s, "float32", name=n) for s, n in zip(shapes, "XWB")]
         bb.add_func(te.create_prim_func([*args, fn(*args)], name=name), name)
     return bb.get()
@@ -170,7 +173,7 @@ def run_variant(title: str, mod: mlc.Module, args: list[np.ndarray], ref: np.nda
 
 
 def main() -> int:
-    """Train, then check the four course variants (and legalized graph ops) on the test split."""
+    """Train, then check the five variants (the course's four and legalized graph ops) on the test split."""
     t0 = time.perf_counter()
     x_train, y_train, x_test, y_test = load_data()
     params = train_mlp(x_train, y_train)
@@ -180,7 +183,7 @@ def main() -> int:
           f"on {len(x_test)} digits")
     weights = [params[k] for k in ("w0", "b0", "w1", "b1")]
     programs = tensor_programs()
-    print("Inference on the whole test split (batch n = %d, one call each):" % len(x_test))
+    print("Inference on the whole test split, five ways (batch n = %d, one call each):" % len(x_test))
     run_variant("(a) tensor programs only (call_tir)", build_mlp(("tir", "tir", "tir"), programs),
                 [x_test, *weights], ref, y_test)
     run_variant("(b) environment functions only (env.*)", build_mlp(("env", "env", "env")),

@@ -1,10 +1,22 @@
 """mlc-mlir: the MLC course's workflow (tensor programs, schedules, graphs, tuning) on upstream MLIR."""
 
 import logging as _logging
+from typing import TYPE_CHECKING
 
 from . import _aliases, errors, log
 from .errors import (ArgumentError, BuildError, ExecutionError, GraphError, LoweringError, MlcError, ParseError,
                      RuntimeError_, ScheduleError, TEError, TuneError)
+
+if TYPE_CHECKING:
+    # What the lazy names below are, for type checkers and editors (mypy, pyright): at run
+    # time they are imported on first use by the module __getattr__.
+    from . import frontend, graph, meta_schedule, runtime, schedule, te, tir, topi, tune
+    from . import runtime as nd
+    from .compiler import build
+    from .ir import Function, Module
+    from .ir import Module as IRModule
+    from .runtime import cpu, cuda, register_func
+    from .schedule import Schedule
 
 # Imported on first use (module __getattr__ below), so `mlc-opt` and `import mlc_mlir` start
 # without loading NumPy and the runtime: name -> (module, attribute or None for the module).
@@ -12,7 +24,12 @@ _LAZY = {"runtime": (".runtime", None), "build": (".compiler", None), "Module": 
          "Function": (".ir", "Function"), "cpu": (".runtime", "cpu"), "cuda": (".runtime", "cuda"),
          "register_func": (".runtime", "register_func"),
          # the course's tvm.IRModule({...}) / IRModule.from_expr(func)
-         "IRModule": (".ir", "Module")}
+         "IRModule": (".ir", "Module"),
+         # the course's tvm.nd.array / tvm.nd.empty / tvm.nd.NDArray
+         "nd": (".runtime", None),
+         "Schedule": (".schedule", "Schedule")}
+#: subpackages imported on first use (`mlc.te`, `mlc.graph`, ...; `mlc.tir` holds the course's tvm.tir names)
+_SUBPACKAGES = ("te", "schedule", "graph", "topi", "tune", "meta_schedule", "tir", "frontend")
 
 __all__ = ["build", "Module", "IRModule", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
            "MlcError", "ParseError", "TEError", "ScheduleError", "GraphError", "BuildError",
@@ -31,30 +48,23 @@ log.configure_from_env()
 _aliases.install()
 
 
-_NOT_YET = {
-    "frontend": "mlc.frontend (from_fx, the PyTorch FX importer)",
-}
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_SUBPACKAGES})
 
 
-def __getattr__(name: str):
-    # Layers are imported lazily, so `import mlc_mlir` stays cheap and a layer's import
-    # error names that layer.
-    import importlib
-    import importlib.util
+if not TYPE_CHECKING:  # hidden from type checkers, so that `mlc.no_such_name` is an error there
 
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        mod = importlib.import_module(module, __name__)
-        value = mod if attr is None else getattr(mod, attr)
-        globals()[name] = value
-        return value
-    if name in ("te", "schedule", "graph", "topi", "tune", "meta_schedule"):
-        return importlib.import_module(f".{name}", __name__)
-    if name in _NOT_YET:
-        if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+    def __getattr__(name: str):
+        # Layers are imported lazily, so `import mlc_mlir` stays cheap and a layer's import
+        # error names that layer.
+        import importlib
+
+        if name in _LAZY:
+            module, attr = _LAZY[name]
+            mod = importlib.import_module(module, __name__)
+            value = mod if attr is None else getattr(mod, attr)
+            globals()[name] = value
+            return value
+        if name in _SUBPACKAGES:
             return importlib.import_module(f".{name}", __name__)
-        raise MlcError(f"{_NOT_YET[name]} is not implemented in mlc-mlir {__version__} yet")
-    if name == "Schedule":
-        from .schedule import Schedule
-        return Schedule
-    raise AttributeError(f"module 'mlc_mlir' has no attribute {name!r}")
+        raise AttributeError(f"module 'mlc_mlir' has no attribute {name!r}")

@@ -19,6 +19,8 @@ from types import ModuleType
 # old module prefix -> new module prefix
 MOVED: dict[str, str] = {
     "mlc_mlir.build": "mlc_mlir.compiler",
+    # the course's `from tvm.ir.module import IRModule` (mlc_mlir.ir has a package path for it)
+    "mlc_mlir.ir.module": "mlc_mlir.ir",
     # graph/ was 31 flat modules; now ir/, builder/, transform/, legalize/, vm/ (the packages
     # builder, transform, legalize and vm keep the old module names and their public names)
     **{f"mlc_mlir.graph.{m}": f"mlc_mlir.graph.ir.{m}" for m in (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlir import ir
 
@@ -17,7 +18,12 @@ from .context import diagnostics_text, mlc_context
 from .errors import MlcError, ParseError
 from .parse_guard import MAX_NESTING, guarded_parse
 
-__all__ = ["Module", "Function", "Op", "GlobalVar", "FunctionNames", "guarded_parse", "MAX_NESTING"]
+__all__ = ["Module", "IRModule", "Function", "Op", "GlobalVar", "FunctionNames", "guarded_parse", "MAX_NESTING"]
+
+#: The course's ``from tvm.ir.module import IRModule`` is ``from mlc_mlir.ir.module import IRModule``:
+#: ``mlc_mlir.ir.module`` is this module again (an alias in :data:`mlc_mlir._aliases.MOVED`),
+#: which the import system looks up only under a module that has a package path.
+__path__: list[str] = []
 
 
 _OP_PREFIXES = ("relax.op.nn.", "relax.op.", "relax.nn.", "relax.", "mlc.")
@@ -359,10 +365,18 @@ def _module_of_functions(funcs: dict[str, Function | Module]) -> ir.Module:
         return mod
 
 
-def __getattr__(name: str):
-    # ``tvm.ir.transform.module_pass`` of the course: mlc_mlir.ir.transform
-    if name == "transform":
-        from .graph import pass_infra
+#: the course's name of :class:`Module` (``tvm.IRModule``, ``tvm.ir.module.IRModule``)
+IRModule = Module
 
-        return pass_infra
-    raise AttributeError(f"module 'mlc_mlir.ir' has no attribute {name!r}")
+
+if TYPE_CHECKING:
+    from .graph.transform import pass_infra as transform
+else:  # hidden from type checkers, so that a misspelt ``mlc.ir`` name is an error there
+
+    def __getattr__(name: str):
+        # ``tvm.ir.transform.module_pass`` of the course: mlc_mlir.ir.transform
+        if name == "transform":
+            from .graph import pass_infra
+
+            return pass_infra
+        raise AttributeError(f"module 'mlc_mlir.ir' has no attribute {name!r}")

@@ -15,8 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-
-from .errors import MlcError
+import warnings
 
 __all__ = ["LOGGER_NAME", "configure_from_env", "print_ir"]
 
@@ -29,9 +28,8 @@ def configure_from_env() -> None:
     """Attach a stderr handler to the ``mlc_mlir`` logger at the level named by ``$MLC_LOG``.
 
     Does nothing when ``MLC_LOG`` is unset or empty; calling it again replaces the handler.
-
-    Raises:
-        MlcError: ``MLC_LOG`` names no level.
+    A value that names no level (``MLC_LOG=verbose``) only warns, naming the valid ones:
+    an environment variable must not make ``import mlc_mlir`` fail.
     """
     global _ENV_HANDLER
     logger = logging.getLogger(LOGGER_NAME)
@@ -42,7 +40,9 @@ def configure_from_env() -> None:
     if not level:
         return
     if level not in _LEVELS:
-        raise MlcError(f"MLC_LOG={level!r} is not a log level; use one of {', '.join(_LEVELS)}")
+        warnings.warn(f"MLC_LOG={level!r} is not a log level (ignored); use one of {', '.join(_LEVELS)}",
+                      RuntimeWarning, stacklevel=2)
+        return
     _ENV_HANDLER = logging.StreamHandler(sys.stderr)
     _ENV_HANDLER.setFormatter(logging.Formatter("%(name)s: %(levelname)s: %(message)s"))
     logger.addHandler(_ENV_HANDLER)

@@ -24,7 +24,7 @@ from .. import _aliases
 from .builder import BlockBuilder
 from .ir import analysis, expr_functor, op
 from .ir.ast import BindingBlock, DataflowBlock, SeqExpr, VarBinding
-from .ir.expr import (Call, Constant, Expr, GraphCall, GraphConstant, GraphExpr, GraphVar, TensorStructInfo, Var,
+from .ir.expr import (Call, Constant, DataflowVar, Expr, GraphCall, GraphConstant, GraphExpr, GraphVar, TensorStructInfo, Var,
                       const, graph_const)
 from .ir.expr_functor import PyExprMutator, mutator
 from .ir.function import Function
@@ -36,7 +36,7 @@ from .transform.optimize import count_kernels, optimize
 from .vm import Executable, GraphFunction, VirtualMachine, build
 from .vm.lower import lower_graph_functions
 
-__all__ = ["BlockBuilder", "Var", "const", "Expr", "Call", "Constant", "GraphExpr", "GraphVar", "GraphCall",
+__all__ = ["BlockBuilder", "Var", "DataflowVar", "const", "Expr", "Call", "Constant", "GraphExpr", "GraphVar", "GraphCall",
            "GraphConstant", "graph_const", "op", "transform", "rewrite",
            "optimize", "count_kernels", "verify_graph", "legalize", "DEFAULT_OP_MAP",
            "lower_graph_functions", "build", "Executable", "VirtualMachine", "GraphFunction",

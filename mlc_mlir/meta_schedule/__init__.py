@@ -8,12 +8,17 @@ changing its imports::
                            space=ms.space_generator.ScheduleFn(stochastic_schedule_mm),
                            work_dir="./tune_tmp", task_name="main")
     sch = ms.tir_integration.compile_tir(database, MyModule, "llvm --num-cores=1")
+
+The older spelling ``ms.tune_tir(..., config=ms.TuneConfig(max_trials_global=64,
+num_trials_per_iter=64), ...)`` returns the best schedule directly (:mod:`.tune`);
+``ms.cost_model.XGBModel`` is the search's learned cost model (:mod:`.cost_model`).
 """
 
 from ..tune import (CostModel, EvolutionarySearch, JSONDatabase, LocalBackend, RayBackend, TaskScheduler,
-                    TuningRecord, tune_model, tune_tir)
-from . import database, relax_integration, space_generator, tir_integration
+                    TuningRecord, tune_model)
+from . import cost_model, database, relax_integration, space_generator, tir_integration
+from .tune import TuneConfig, tune_tir
 
-__all__ = ["tune_tir", "tune_model", "space_generator", "tir_integration", "relax_integration", "database",
-           "JSONDatabase", "TuningRecord", "LocalBackend", "RayBackend", "EvolutionarySearch", "CostModel",
-           "TaskScheduler"]
+__all__ = ["tune_tir", "tune_model", "TuneConfig", "space_generator", "tir_integration", "relax_integration",
+           "database", "cost_model", "JSONDatabase", "TuningRecord", "LocalBackend", "RayBackend",
+           "EvolutionarySearch", "CostModel", "TaskScheduler"]

@@ -8,6 +8,7 @@ The IR examples use ``mm_relu`` of docs/conventions.md (128x128 f32, block ``Y``
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ScheduleError
@@ -38,7 +39,7 @@ def _factor(value: Any, what: str) -> int | None:
 class LoopPrimitives:
     """Split, reorder, fuse and annotate loops."""
 
-    def split(self, loop: LoopRV, factors: list[int | ExprRV | None], *,
+    def split(self, loop: LoopRV, factors: Sequence[int | ExprRV | None], *,
               preserve_unit_iters: bool = True) -> list[LoopRV]:
         """Split ``loop`` into ``len(factors)`` nested loops, outermost first.
 

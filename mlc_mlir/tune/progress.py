@@ -17,6 +17,7 @@ class Progress:
 
     def __init__(self, total: int, initial: int = 0, *, enabled: bool = True, desc: str = "tuning"):
         self.bar = None
+        self.postfix: dict[str, str] = {}
         if enabled:
             try:
                 from tqdm import tqdm
@@ -33,8 +34,16 @@ class Progress:
         post = {"task": task, "best": best}
         if gflops:
             post["GFLOP/s"] = f"{gflops:.1f}"
+        self.postfix = post
         self.bar.set_postfix(post, refresh=False)
         self.bar.update(1)
+
+    def stopped(self, why: str) -> None:
+        """Say on the bar why it stops short of its total (``space exhausted: 5 distinct candidates``)."""
+        if self.bar is None:
+            return
+        self.postfix = {**self.postfix, "stopped": why}
+        self.bar.set_postfix(self.postfix, refresh=True)
 
     def close(self) -> None:
         if self.bar is not None:

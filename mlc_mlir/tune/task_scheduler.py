@@ -111,7 +111,8 @@ class TaskScheduler:
             while done < self.max_trials:
                 task = self._pick()
                 if task is None:
-                    log.info("every search space is exhausted after %d trials", done)
+                    bar.stopped(self._exhausted_note())
+                    log.info("every search space is exhausted after %d trials (%s)", done, self._exhausted_note())
                     break
                 cands = task.search.propose(min(self.per_iter, self.max_trials - done))
                 task.rounds += 1
@@ -126,6 +127,13 @@ class TaskScheduler:
             print(table)
         else:
             log.info("tuning summary\n%s", table)
+
+    def _exhausted_note(self) -> str:
+        """Why tuning stopped before its budget: ``space exhausted: 5 distinct candidates``."""
+        distinct = sum(len(t.search.seen) for t in self.tasks)
+        if len(self.tasks) == 1:
+            return f"space exhausted: {distinct} distinct candidates"
+        return f"every space exhausted: {distinct} distinct candidates in {len(self.tasks)} tasks"
 
     def validate(self, top: int = VALIDATE_TOP, rounds: int = VALIDATE_ROUNDS) -> None:
         """Measure the ``top`` fastest distinct candidates of each task ``rounds`` more times.

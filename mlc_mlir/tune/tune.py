@@ -210,6 +210,28 @@ def _prim_funcs(mod: Module) -> list[str]:
     return [name for name in mod.functions if "mlc.prim_func" in mod[name].op.attributes]
 
 
+def _graph_ops(mod: Module) -> list[str]:
+    """The graph ops (``mlc.matmul``...) that the graph functions of ``mod`` still hold, sorted."""
+    from ..graph.ir.analysis import graph_functions, walk_ops
+    from ..graph.legalize import DEFAULT_OP_MAP
+
+    with mlc_context():
+        return sorted({o.name for f in graph_functions(mod.mlir_module) for o in walk_ops(f)
+                       if o.name in DEFAULT_OP_MAP})
+
+
+def _lower_graph_ops(mod: Module) -> Module:
+    """``mod`` with its graph ops lowered to tensor programs as ``mlc.graph.build`` lowers them."""
+    ops = _graph_ops(mod)
+    if not ops:
+        return mod
+    from ..graph.transform.optimize import optimize
+
+    log.info("tune_model: lowering the graph ops %s to tensor programs first (mlc.graph.optimize, opt_level 2: "
+             "fusion, LegalizeOps, FuseTIR)", ", ".join(o[4:] for o in ops))
+    return optimize(mod, opt_level=2)
+
+
 def _call_counts(mod: Module, prims: list[str]) -> dict[str, int]:
     graph_text = "\n".join(str(mod[n].op) for n in mod.functions if n not in prims)
     return {p: len(re.findall(rf'(?:@|"){re.escape(p)}\b"?', graph_text)) for p in prims}
@@ -223,25 +245,31 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
     """Tune every tensor program of a graph module and return a copy with the best kernels
     swapped in (course: ``relax_integration.tune_relax`` + ``compile_relax``).
 
-    Swapped-in kernels carry the unit attribute ``mlc.tuned``. The task scheduler shares ``max_trials_global`` among the kernels by weight (call
-    sites) and measured gain; each kernel gets at least one batch. ``space`` is one
+    Graph ops (``matmul``, ``add``...) are lowered first, as ``mlc.graph.build`` lowers them
+    (:func:`mlc_mlir.graph.optimize` at opt_level 2: FuseOps, LegalizeOps, FuseTIR), so the
+    kernels tuned are the ones the build runs and the module returned holds them (TVM's
+    ``tune_relax`` legalizes inside too); run ``LegalizeOps`` first to tune one kernel per op.
+    Swapped-in kernels carry the unit attribute ``mlc.tuned``. The task scheduler shares
+    ``max_trials_global`` among the kernels by weight (call sites) and measured gain; each
+    kernel gets at least one batch. ``space`` is one
     space for all kernels or ``{name: space}``; ``funcs`` restricts the kernels tuned;
     ``isolate`` as in :func:`tune_tir`. With ``check_model`` (CPU targets) the model's
     ``main`` is timed at the end with and without each tuned kernel, and a kernel that makes
     the model slower goes back to the default rules (:mod:`.model_check`).
 
     Raises:
-        TuneError: the module has no tensor program (run ``LegalizeOps`` first), or an
-            unknown name in ``funcs``.
+        TuneError: the module has neither a tensor program nor a graph op, or an unknown
+            name in ``funcs``.
     """
     mod = _as_module(mod, "tune_model")
     tgt = parse_target(target)
     _positive("max_trials_global", max_trials_global)
     _positive("num_trials_per_iter", num_trials_per_iter)
+    mod = _lower_graph_ops(mod)
     prims = _prim_funcs(mod)
     if not prims:
-        raise TuneError("tune_model: the module has no tensor program (func.func with mlc.prim_func); "
-                        "legalize graph ops first (mlc.graph.transform.LegalizeOps())")
+        raise TuneError("tune_model: the module has no tensor program (func.func with mlc.prim_func) and no graph "
+                        "op to lower to one")
     names = prims if funcs is None else list(funcs)
     unknown = [n for n in names if n not in prims]
     if unknown:

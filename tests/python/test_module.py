@@ -103,4 +103,4 @@ def test_layers_not_built_yet_say_so():
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         mlc.nothing
     assert mlc.Schedule is mlc.schedule.Schedule and mlc.te.compute and mlc.graph.BlockBuilder
-    assert mlc.tune.tune_tir and mlc.meta_schedule.tune_tir is mlc.tune.tune_tir
+    assert mlc.tune.tune_tir and mlc.meta_schedule.tir_integration.tune_tir is mlc.meta_schedule.tune_tir

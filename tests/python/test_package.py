@@ -215,7 +215,7 @@ def test_package_logger_is_silent_by_default_and_mlc_log_enables_it():
     assert loud.returncode == 0, loud.stderr
     assert "mlc_mlir.context: DEBUG: MLIR context created; IRDL dialects loaded from" in loud.stderr
     bad = run_python("import mlc_mlir", env={"MLC_LOG": "loud"})
-    assert "MLC_LOG='loud' is not a log level" in bad.stderr
+    assert bad.returncode == 0 and "MLC_LOG='loud' is not a log level" in bad.stderr  # a warning only
 
 
 def _is_sys_stderr(node: ast.AST) -> bool:

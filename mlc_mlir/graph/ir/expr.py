@@ -16,7 +16,8 @@ from mlir import ir
 
 from ...errors import GraphError
 
-__all__ = ["GraphExpr", "GraphVar", "GraphCall", "GraphConstant", "graph_const", "Expr", "Var", "Constant", "Call", "Shape", "const", "TensorStructInfo", "normalize_shape", "normalize_dtype",
+__all__ = ["GraphExpr", "GraphVar", "GraphCall", "GraphConstant", "graph_const", "Expr", "Var", "DataflowVar",
+           "Constant", "Call", "Shape", "const", "TensorStructInfo", "normalize_shape", "normalize_dtype",
            "format_shape", "element_type", "dtype_of_element", "tensor_type", "shape_attr",
            "shape_from_attr", "DTYPES"]
 
@@ -175,8 +176,34 @@ class Var(Expr):
         #: the dataflow block (an int id) a dataflow variable belongs to
         self.block: int | None = None
 
+    @property
+    def kind(self) -> str:
+        """Where the variable is bound: ``"param"``, ``"dataflow"`` or ``"binding"``."""
+        return self._kind
+
+    @kind.setter
+    def kind(self, value: str) -> None:
+        self._kind = value
+        # a variable bound inside a dataflow block is a DataflowVar (the course's
+        # ``type(lv)``); one that leaves the block (emit_output) is a plain Var again
+        if type(self) in (Var, DataflowVar):
+            self.__class__ = DataflowVar if value == "dataflow" else Var
+
     def __repr__(self) -> str:
         return f"Var({self.name!r}, {format_shape(self.shape)}, {self.dtype!r})"
+
+
+class DataflowVar(Var):
+    """A variable bound inside a dataflow block (the course's ``relax.DataflowVar``).
+
+    ``bb.emit`` inside ``with bb.dataflow():`` returns one; it is a :class:`Var` too
+    (``isinstance(lv, relax.Var)``), visible only inside its block. ``bb.emit_output``
+    gives the plain :class:`Var` that the rest of the function sees.
+    """
+
+    def __init__(self, name: str, shape: Sequence[int | str] | TensorStructInfo, dtype: Any = "float32"):
+        super().__init__(name, shape, dtype)
+        self.kind = "dataflow"
 
 
 class Constant(Expr):

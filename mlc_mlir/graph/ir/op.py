@@ -8,9 +8,10 @@ the same name (``mlc.matmul``, ``mlc.call_tir``...).
 
 from __future__ import annotations
 
+import difflib
 import types
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,8 +19,23 @@ from ...errors import GraphError
 from .expr import Call, Expr, TensorStructInfo, const, format_shape, normalize_dtype, normalize_shape
 from .infer import infer, numel
 
-__all__ = ["matmul", "add", "subtract", "multiply", "divide", "relu", "gelu", "sigmoid", "tanh", "nn", "permute_dims", "reshape",
-           "ewise_fma", "softmax", "call_tir", "call_dps_packed", "alloc_tensor", "MAX_CALL_ARGS"]
+__all__ = ["matmul", "add", "subtract", "multiply", "divide", "relu", "gelu", "sigmoid", "tanh", "nn", "permute_dims",
+           "reshape", "ewise_fma", "softmax", "call_tir", "call_dps_packed", "alloc_tensor", "MAX_CALL_ARGS",
+           "UnknownOpError"]
+
+#: the public name of this module (``relax.op`` of the course)
+PUBLIC_NAME = "mlc_mlir.graph.op"
+
+
+class UnknownOpError(GraphError, AttributeError):
+    """A graph op that does not exist (``relax.op.no_such_op``); an AttributeError too."""
+
+
+def _unknown_op(namespace: str, name: str, known: Sequence[str]) -> UnknownOpError:
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return UnknownOpError(f"{namespace} has no op {name!r}{hint} (its ops: {', '.join(sorted(known))})")
+
 
 #: the most arguments a call op takes (IRDL declares one optional slot per argument)
 MAX_CALL_ARGS = 16
@@ -183,13 +199,31 @@ def alloc_tensor(shape: Sequence[int | str], dtype: Any = "float32") -> Call:
 
 
 
+class _OpNamespace(types.SimpleNamespace):
+    """A namespace of ops whose missing names raise :class:`UnknownOpError`."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise _unknown_op(f"{PUBLIC_NAME}.nn", name, [k for k in vars(self) if not k.startswith("_")])
+
+
 #: ``mlc.graph.op.nn``: the neural-network ops under their ``relax.op.nn`` names
-def _nn() -> types.SimpleNamespace:
+def _nn() -> _OpNamespace:
     from . import op_nn
 
-    return types.SimpleNamespace(relu=relu, gelu=gelu, softmax=softmax, sigmoid=sigmoid, tanh=tanh,
-                                 conv2d=op_nn.conv2d, max_pool2d=op_nn.max_pool2d,
-                                 batch_norm=op_nn.batch_norm, layer_norm=op_nn.layer_norm)
+    return _OpNamespace(relu=relu, gelu=gelu, softmax=softmax, sigmoid=sigmoid, tanh=tanh,
+                        conv2d=op_nn.conv2d, max_pool2d=op_nn.max_pool2d,
+                        batch_norm=op_nn.batch_norm, layer_norm=op_nn.layer_norm)
 
 
 nn = _nn()
+
+
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt op is an error there too
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(f"module {PUBLIC_NAME!r} has no attribute {name!r}")
+        ops = [n for n in __all__ if n[0].islower() and n != "nn"]
+        raise _unknown_op(PUBLIC_NAME, name, ops + [f"nn.{n}" for n in vars(nn) if n not in ops])

@@ -10,6 +10,8 @@ graph functions, and the ops of the pure upstream dialects (``arith``, ``tensor`
 
 from __future__ import annotations
 
+from typing import overload
+
 from mlir import ir
 
 from ...context import mlc_context
@@ -44,6 +46,10 @@ def remove_unused_ops(fop: ir.Operation, graph_funcs: set[str]) -> int:
     return removed
 
 
+@overload
+def remove_all_unused(func_or_mod: Module) -> Module: ...
+@overload
+def remove_all_unused(func_or_mod: Function) -> Function: ...
 def remove_all_unused(func_or_mod: Module | Function) -> Module | Function:
     """Remove the bindings whose values nothing uses (course ``relax.analysis.remove_all_unused``).
 
