@@ -179,7 +179,8 @@ class Module:
             try:
                 mod = guarded_parse(text, source_name=source_name, report=False)
             except ir.MLIRError as exc:
-                raise ParseError(f"cannot parse {source_name}:\n{diagnostics_text(exc)}") from None
+                detail = diagnostics_text(exc, text, source_name)
+                raise ParseError(f"cannot parse {source_name}:\n{detail}") from None
         return cls(mod)
 
     @classmethod

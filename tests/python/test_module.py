@@ -104,3 +104,16 @@ def test_layers_not_built_yet_say_so():
         mlc.nothing
     assert mlc.Schedule is mlc.schedule.Schedule and mlc.te.compute and mlc.graph.BlockBuilder
     assert mlc.tune.tune_tir and mlc.meta_schedule.tir_integration.tune_tir is mlc.meta_schedule.tune_tir
+
+
+def test_parse_error_shows_the_source_line_and_a_caret(tmp_path):
+    """As mlc-opt / mlir-opt print it: name:line:col, the line, a caret under the column."""
+    text = "func.func @f() {\n  %x = arith.constant 1 : i3x2\n  return\n}\n"
+    with pytest.raises(mlc.ParseError) as info:
+        mlc.Module.parse(text)
+    assert "<string>:2:26: expected non-function type\n  %x = arith.constant 1 : i3x2\n" + " " * 25 + "^" \
+        in str(info.value)
+    path = tmp_path / "bad.mlir"
+    path.write_text(text)
+    with pytest.raises(mlc.ParseError, match=rf"{path}:2:26: expected non-function type\n  %x = arith"):
+        mlc.Module.from_file(path)
