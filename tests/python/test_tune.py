@@ -206,29 +206,6 @@ def test_ray_backend_on_a_local_cluster(tmp_path):
     check_matmul(mlc.tune.compile_tir(db, mod))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mlc_mlir.schedule.rules") is None,
-                    reason="the README's tune_model uses auto-scheduling (mlc_mlir.schedule.rules, not merged)")
-def test_readme_tuning_block_runs(tmp_path, monkeypatch):
-    import re
-
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "ms.tune_tir" in b]
-    monkeypatch.chdir(tmp_path)
-    scope = {"mlc": mlc, "mod": matmul(), "model": mlp_module(), "stochastic_schedule_mm": stochastic_schedule_mm}
-    exec(block, scope)
-    check_matmul(scope["sch"])
-    assert (tmp_path / "curve.png").exists()
-    # the tuned kernels, or the default rules' where the model check gave one back (timing-dependent)
-    tuned = scope["tuned_model"]
-    assert isinstance(tuned, mlc.Module) and tuned.functions == scope["model"].functions
-    assert {r.task for r in mlc.tune.JSONDatabase(tmp_path / "tune_model").records()}
-    rng = np.random.default_rng(0)
-    args = [rng.standard_normal(s).astype("float32") for s in [(4, 64), (32, 64), (32,), (16, 32), (16,)]]
-    x, w0, b0, w1, b1 = args
-    got = mlc.graph.VirtualMachine(mlc.graph.build(tuned), mlc.cpu())["main"](*args).numpy()
-    np.testing.assert_allclose(got, np.maximum(x @ w0.T + b0, 0) @ w1.T + b1, rtol=1e-4, atol=1e-4)
-
-
 def test_database_ranks_a_candidate_by_the_median_of_its_measurements(tmp_path):
     """One lucky (or unlucky) measurement does not decide: B measured 0.5 once then 2.0
     twice in validation ranks after A (1.0); the trials are the first records only."""
