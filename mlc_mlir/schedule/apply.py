@@ -8,6 +8,7 @@ from mlir.dialects.transform import interpreter
 from ..irutil import diagnostic_lines, sym_name
 from ..context import diagnostics_text, mlc_context
 from ..errors import ScheduleError
+from ..parse_guard import guarded_parse
 from ..ir import Module
 from .buffers import compact_cache_buffers
 from .intrin import apply_tensorize
@@ -96,7 +97,7 @@ def apply_transform_script(mod: Module, script_text: str, *, isolate: bool | Non
     out = mod.clone()
     with mlc_context():
         try:
-            tmod = ir.Module.parse(script_text)
+            tmod = guarded_parse(script_text, report=False)
         except ir.MLIRError as exc:
             raise ScheduleError(f"transform script does not parse:\n{diagnostics_text(exc)}") from None
         _entry(tmod)

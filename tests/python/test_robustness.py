@@ -168,6 +168,15 @@ def test_two_data_layout_specs_are_refused_not_an_abort(kind):
                  "at most one")
 
 
+@pytest.mark.parametrize("kind", ["inline", "deep"])
+def test_transform_script_text_goes_through_the_parse_guard(kind):
+    """A user's transform script is parsed behind the same guard as a module."""
+    script = TWO_SPECS["inline"] if kind == "inline" else "module {" + "(" * (MAX_NESTING + 10) + "}"
+    expect_error(f"from mlc_mlir.testing.programs import mm_relu\n"
+                 f"mlc.schedule.apply_transform_script(mm_relu(), {script!r})",
+                 "ScheduleError", "transform script does not parse")
+
+
 def test_single_data_layout_specs_still_parse():
     out = run_child("""
 for text in [
