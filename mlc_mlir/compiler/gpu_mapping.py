@@ -34,17 +34,19 @@ import math
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, linalg, memref, scf
-from mlir.dialects.transform import interpreter
+from mlir.dialects import arith, linalg, memref, scf, transform
+from mlir.dialects.transform import gpu as tgpu
 
-from ..irutil import sym_name
-from ..context import diagnostics_text
 from ..errors import BuildError, LoweringError
+from ..irbuild import apply_transform, match, transform_script
+from ..irutil import sym_name
 
 __all__ = ["Kernel", "drop_self_copies", "find_kernels", "merge_bound_loops", "place_kernel_buffers",
-           "map_kernels", "MAX_THREADS_PER_BLOCK", "trip_counts"]
+           "map_kernels", "mapping_script", "KERNEL_ATTR", "MAX_THREADS_PER_BLOCK", "trip_counts"]
 
 MAX_THREADS_PER_BLOCK = 1024
+#: attribute numbering the kernel roots, which :func:`mapping_script` matches
+KERNEL_ATTR = "mlc.kernel"
 _MAX_BLOCK = {"x": 1024, "y": 1024, "z": 64}
 _MAX_GRID = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 _AXIS = {"block": "blockIdx", "thread": "threadIdx"}
@@ -442,31 +444,38 @@ def place_kernel_buffers(kernels: list[Kernel]) -> None:
             alloc.erase()
 
 
+def mapping_script(kernels: list[Kernel]) -> ir.Module:
+    """The transform script mapping ``kernels`` (each tagged ``mlc.kernel = i``) to ``gpu.launch``.
+
+    Per kernel ``i`` with block sizes ``(bx, by, bz)`` (twin lit test
+    ``tests/lit/compiler/transform_scripts.py``)::
+
+        %f = transform.structured.match ops{["scf.forall"]} attributes {mlc.kernel = i : i64} in %root
+        %l = transform.gpu.map_forall_to_blocks %f generate_gpu_launch
+        transform.gpu.map_nested_forall_to_threads %l block_dims = [bx, by, bz]
+    """
+    i64 = ir.IntegerType.get_signless(64)
+    any_op = transform.AnyOpType.get()
+
+    def body(root: ir.Value) -> None:
+        for i, kernel in enumerate(kernels):
+            forall = match(root, ops=["scf.forall"], attrs={KERNEL_ATTR: ir.IntegerAttr.get(i64, i)})
+            launch = tgpu.MapForallToBlocks(any_op, forall, generate_gpu_launch=True).result
+            tgpu.MapNestedForallToThreads(any_op, launch, block_dims=list(kernel.block))
+
+    return transform_script(body, loc=ir.Location.name("map-to-gpu"))  # diagnostics name the stage
+
+
 def map_kernels(module: ir.Module, kernels: list[Kernel]) -> None:
-    """Apply ``map_forall_to_blocks`` + ``map_nested_forall_to_threads`` to every kernel.
+    """Apply ``map_forall_to_blocks`` + ``map_nested_forall_to_threads`` to every kernel
+    (:func:`mapping_script`).
 
     Raises:
         LoweringError: the transform interpreter rejected the mapping (with diagnostics).
     """
     if not kernels:
         return
-    lines = []
     for i, kernel in enumerate(kernels):
-        kernel.forall.attributes["mlc.kernel"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
-        bx, by, bz = kernel.block
-        lines += [
-            f'%f{i} = transform.structured.match ops{{["scf.forall"]}} attributes {{mlc.kernel = {i} : i64}} '
-            f"in %root : (!transform.any_op) -> !transform.any_op",
-            f"%l{i} = transform.gpu.map_forall_to_blocks %f{i} generate_gpu_launch "
-            f": (!transform.any_op) -> !transform.any_op",
-            f"transform.gpu.map_nested_forall_to_threads %l{i} block_dims = [{bx}, {by}, {bz}] "
-            f": (!transform.any_op) -> !transform.any_op",
-        ]
-    script = ("module attributes {transform.with_named_sequence} {\n"
-              "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n    "
-              + "\n    ".join(lines) + "\n    transform.yield\n  }\n}")
-    sequence_module = ir.Module.parse(script)
-    try:
-        interpreter.apply_named_sequence(module, sequence_module.body.operations[0], sequence_module)
-    except ir.MLIRError as exc:
-        raise LoweringError(f"stage 'map-to-gpu' (transform.gpu mapping) failed:\n{diagnostics_text(exc)}") from None
+        kernel.forall.attributes[KERNEL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
+    apply_transform(module, mapping_script(kernels), error=LoweringError,
+                    message="stage 'map-to-gpu' (transform.gpu mapping) failed")

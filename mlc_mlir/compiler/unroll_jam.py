@@ -48,17 +48,17 @@ from __future__ import annotations
 import math
 
 from mlir import ir
-from mlir.dialects import arith
-from mlir.dialects.transform import interpreter
+from mlir.dialects import arith, transform
+from mlir.dialects.transform import loop as tloop, structured, vector as tvector
 
 from ..errors import LoweringError
-from ..irutil import diagnostics_text
+from ..irbuild import apply_transform, foreach, match, transform_script
 from ..target import Target
 from .loop_deps import (const, depends, dtype_name, enclosing, induction_var, inner_bounds_invariant, inside,
                         inside_value, is_parallel, is_static_memref, linalg_ins, linalg_outs, numel, op_key,
                         trip_count, walk)
 
-__all__ = ["JAM_ATTR", "JAM_OP_ATTR", "MAX_JAM", "jam_plan", "unroll_and_jam"]
+__all__ = ["JAM_ATTR", "JAM_OP_ATTR", "MAX_JAM", "jam_plan", "jam_script", "unroll_and_jam"]
 
 #: attribute naming the factor on the loops this stage jams (removed by the jam)
 JAM_ATTR = "mlc.unroll_jam"
@@ -69,38 +69,45 @@ MAX_JAM = 8
 
 _READS = ("memref.load", "vector.transfer_read", "vector.load")
 
-_VECTORIZE_JAMMED = """
-    %linalg = transform.structured.match interface{{LinalgOp}} attributes {{{attr}}} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.foreach %linalg : !transform.any_op {{
-    ^bb0(%op: !transform.any_op):
-      // an op the vectorizer does not handle stays as it is (LLVM may still vectorize it)
-      transform.sequence %op : !transform.any_op failures(suppress) {{
-      ^bb1(%one: !transform.any_op):
-        transform.structured.vectorize %one : !transform.any_op
-      }}
-    }}
-"""
 
-_JAM_SCRIPT = """
-module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}}) {{
-    %loop = transform.structured.match ops{{["scf.for"]}} attributes {{{attr} = {factor} : i64}} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.foreach %loop : !transform.any_op {{
-    ^bb0(%one_loop: !transform.any_op):
-      transform.loop.unroll_and_jam %one_loop {{factor = {factor} : i64}} : !transform.any_op
-    }}
-{vectorize}    transform.apply_patterns to %root {{
-      transform.apply_patterns.vector.reduction_to_contract
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_cse to %root : !transform.any_op
-    transform.yield
-  }}
-}}
-"""
+def jam_script(factor: int, *, vectorize: bool) -> ir.Module:
+    """The transform script of one jam: every ``scf.for`` tagged ``mlc.unroll_jam = factor``
+    unrolled and jammed by ``factor``; with ``vectorize``, each op tagged ``mlc.unroll_jam_op``
+    vectorized where the vectorizer handles it (failures suppressed: LLVM may still vectorize
+    the op); then reductions -> ``vector.contract``, canonicalization and CSE. Built as (twin
+    lit test ``tests/lit/compiler/transform_scripts.py``)::
+
+        %loop = transform.structured.match ops{["scf.for"]} attributes {mlc.unroll_jam = F : i64} in %root
+        transform.foreach %loop { transform.loop.unroll_and_jam %one_loop {factor = F : i64} }
+        %linalg = transform.structured.match interface{LinalgOp} attributes {mlc.unroll_jam_op} in %root
+        transform.foreach %linalg {
+          transform.sequence %op failures(suppress) { transform.structured.vectorize %one }
+        }
+        transform.apply_patterns to %root {
+          vector.reduction_to_contract, vector.transfer_permutation_patterns, canonicalization }
+        transform.apply_cse to %root
+    """
+    i64 = ir.IntegerType.get_signless(64)
+
+    def vectorize_one(op: ir.Value) -> None:
+        seq = transform.SequenceOp(transform.FailurePropagationMode.Suppress, [], op)
+        with ir.InsertionPoint(seq.body):
+            structured.VectorizeOp(seq.bodyTarget)
+            transform.YieldOp([])
+
+    def body(root: ir.Value) -> None:
+        loops = match(root, ops=["scf.for"], attrs={JAM_ATTR: ir.IntegerAttr.get(i64, factor)})
+        foreach(loops, lambda loop: tloop.LoopUnrollAndJamOp(loop, factor=factor))
+        if vectorize:
+            foreach(match(root, interface=structured.MatchInterfaceEnum.LinalgOp,
+                          attrs={JAM_OP_ATTR: ir.UnitAttr.get()}), vectorize_one)
+        with ir.InsertionPoint(transform.ApplyPatternsOp(root).patterns):
+            tvector.ApplyVectorReductionToContractPatternsOp()
+            tvector.ApplyTransferPermutationPatternsOp()
+            transform.ApplyCanonicalizationPatternsOp()
+        transform.ApplyCommonSubexpressionEliminationOp(root)
+
+    return transform_script(body, loc=ir.Location.name("unroll-jam"))  # diagnostics name the stage
 
 
 def unroll_and_jam(module: ir.Module, target: Target | str | None = None, fastmath: str = "contract") -> None:
@@ -134,14 +141,8 @@ def unroll_and_jam(module: ir.Module, target: Target | str | None = None, fastma
 
 
 def _apply_jam(func: ir.Operation, factor: int, vectorize: bool) -> None:
-    vec = _VECTORIZE_JAMMED.format(attr=JAM_OP_ATTR) if vectorize else ""
-    script = ir.Module.parse(_JAM_SCRIPT.format(attr=JAM_ATTR, factor=factor, vectorize=vec))
-    entry = next(op.operation for op in script.body.operations if op.operation.name == "transform.named_sequence")
-    try:
-        interpreter.apply_named_sequence(func, entry, script)
-    except (ValueError, ir.MLIRError) as exc:
-        detail = diagnostics_text(exc) if isinstance(exc, ir.MLIRError) else str(exc)
-        raise LoweringError(f"stage 'unroll-jam' failed (factor {factor}):\n{detail}") from None
+    apply_transform(func, jam_script(factor, vectorize=vectorize), error=LoweringError,
+                    message=f"stage 'unroll-jam' failed (factor {factor})")
 
 
 def _peel(loop: ir.Operation, factor: int) -> ir.Operation:

@@ -52,10 +52,9 @@ IR after::
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects.transform import interpreter
 
-from ..context import diagnostics_text
 from ..errors import LoweringError
+from ..irbuild import apply_transform
 
 __all__ = ["VECTOR_OPT_SCRIPT", "has_vector_ops", "optimize_vectors"]
 
@@ -117,17 +116,11 @@ def optimize_vectors(module: ir.Module) -> None:
     if not has_vector_ops(module):
         return
     script = ir.Module.parse(VECTOR_OPT_SCRIPT)
-    entry = next(op.operation for op in script.body.operations
-                 if op.operation.name == "transform.named_sequence")
     # one function at a time: hoisting takes exactly one function handle
     funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"
              and op.operation.regions[0].blocks and _op_has_vectors(op.operation)]
     for fn in funcs:
-        try:
-            interpreter.apply_named_sequence(fn, entry, script)
-        except (ValueError, ir.MLIRError) as exc:
-            detail = diagnostics_text(exc) if isinstance(exc, ir.MLIRError) else str(exc)
-            raise LoweringError(f"stage 'vector-opt' failed:\n{detail}") from None
+        apply_transform(fn, script, error=LoweringError, message="stage 'vector-opt' failed")
 
 
 def _op_has_vectors(root: ir.Operation) -> bool:
