@@ -3,15 +3,14 @@
 import logging as _logging
 from typing import TYPE_CHECKING
 
-from . import _aliases, errors, log
-from .errors import (ArgumentError, BuildError, ExecutionError, GraphError, LoweringError, MlcError, ParseError,
-                     RuntimeError_, ScheduleError, TEError, TuneError)
+from . import errors, log
+from .errors import (ArgumentError, BuildError, GraphError, LoweringError, MlcError, ParseError, RuntimeError_,
+                     ScheduleError, TEError, TuneError)
 
 if TYPE_CHECKING:
     # What the lazy names below are, for type checkers and editors (mypy, pyright): at run
     # time they are imported on first use by the module __getattr__.
-    from . import frontend, graph, meta_schedule, runtime, schedule, te, tir, topi, tune
-    from . import runtime as nd
+    from . import frontend, graph, meta_schedule, nd, runtime, schedule, te, tir, topi, tune
     from .compiler import build
     from .ir import Function, Module
     from .ir import Module as IRModule
@@ -20,32 +19,26 @@ if TYPE_CHECKING:
 
 # Imported on first use (module __getattr__ below), so `mlc-opt` and `import mlc_mlir` start
 # without loading NumPy and the runtime: name -> (module, attribute or None for the module).
-_LAZY = {"runtime": (".runtime", None), "build": (".compiler", None), "Module": (".ir", "Module"),
+_LAZY = {"runtime": (".runtime", None), "build": (".compiler", "build"), "Module": (".ir", "Module"),
          "Function": (".ir", "Function"), "cpu": (".runtime", "cpu"), "cuda": (".runtime", "cuda"),
          "register_func": (".runtime", "register_func"),
          # the course's tvm.IRModule({...}) / IRModule.from_expr(func)
          "IRModule": (".ir", "Module"),
-         # the course's tvm.nd.array / tvm.nd.empty / tvm.nd.NDArray
-         "nd": (".runtime", None),
          "Schedule": (".schedule", "Schedule")}
-#: subpackages imported on first use (`mlc.te`, `mlc.graph`, ...; `mlc.tir` holds the course's tvm.tir names)
-_SUBPACKAGES = ("te", "schedule", "graph", "topi", "tune", "meta_schedule", "tir", "frontend")
+#: subpackages imported on first use (`mlc.te`, `mlc.graph`, ...). The course's TVM spellings
+#: live in one facade each: `mlc.tir` (tvm.tir), `mlc.nd` (tvm.nd), `mlc.meta_schedule`
+#: (tvm.meta_schedule); `mlc.graph` is the course's relax.
+_SUBPACKAGES = ("te", "schedule", "graph", "topi", "tune", "meta_schedule", "tir", "nd", "frontend")
 
 __all__ = ["build", "Module", "IRModule", "Function", "runtime", "errors", "cpu", "cuda", "register_func",
            "MlcError", "ParseError", "TEError", "ScheduleError", "GraphError", "BuildError",
-           "LoweringError", "ArgumentError", "RuntimeError_", "ExecutionError", "TuneError"]
+           "LoweringError", "ArgumentError", "RuntimeError_", "TuneError"]
 
 __version__ = "0.1.0"
 
 # Library logging: silent unless the application configures it or sets MLC_LOG (log.py).
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 log.configure_from_env()
-
-
-# `mlc.build` is the compiler package mlc_mlir.compiler, which is callable as the function
-# mlc_mlir.compiler.build (compiler/__init__.py): `mlc.build(mod)` compiles. Modules that
-# moved keep their old import paths (`import mlc_mlir.compiler.pipeline`): _aliases.py.
-_aliases.install()
 
 
 def __dir__() -> list[str]:

@@ -11,7 +11,6 @@ __all__ = [
     "BuildError",
     "LoweringError",
     "RuntimeError_",
-    "ExecutionError",
     "ArgumentError",
     "AllocationError",
     "InstallError",
@@ -49,14 +48,7 @@ class LoweringError(BuildError):
 
 
 class RuntimeError_(MlcError):
-    """A failure while running compiled code (bad call, failing callback).
-
-    Also named :data:`ExecutionError` (the clearer name; both are the same class).
-    """
-
-
-#: the clearer name of :class:`RuntimeError_` (an error while executing compiled code)
-ExecutionError = RuntimeError_
+    """A failure while running compiled code (bad call, failing callback)."""
 
 
 class ArgumentError(RuntimeError_):

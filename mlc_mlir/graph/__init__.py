@@ -15,17 +15,12 @@ The subpackages, in the order a graph goes through them:
 ``legalize/``   graph ops -> ``call_tir`` of ``te`` programs (``LegalizeOps``, op map)
 ``vm/``         the graph stages of the build pipeline, lowering, ``build``, ``VirtualMachine``
 ==============  ==========================================================================
-
-The module paths of the flat layout (``mlc_mlir.graph.fuse_ops``...) still import, as the
-same modules (:mod:`mlc_mlir._aliases`).
 """
 
-from .. import _aliases
 from .builder import BlockBuilder
 from .ir import analysis, expr_functor, op
 from .ir.ast import BindingBlock, DataflowBlock, SeqExpr, VarBinding
-from .ir.expr import (Call, Constant, DataflowVar, Expr, GraphCall, GraphConstant, GraphExpr, GraphVar, TensorStructInfo, Var,
-                      const, graph_const)
+from .ir.expr import Call, Constant, DataflowVar, Expr, TensorStructInfo, Var, const
 from .ir.expr_functor import PyExprMutator, mutator
 from .ir.function import Function
 from .ir.verify import verify_graph
@@ -36,11 +31,8 @@ from .transform.optimize import count_kernels, optimize
 from .vm import Executable, GraphFunction, VirtualMachine, build
 from .vm.lower import lower_graph_functions
 
-__all__ = ["BlockBuilder", "Var", "DataflowVar", "const", "Expr", "Call", "Constant", "GraphExpr", "GraphVar", "GraphCall",
-           "GraphConstant", "graph_const", "op", "transform", "rewrite",
+__all__ = ["BlockBuilder", "Var", "DataflowVar", "const", "Expr", "Call", "Constant", "op", "transform", "rewrite",
            "optimize", "count_kernels", "verify_graph", "legalize", "DEFAULT_OP_MAP",
            "lower_graph_functions", "build", "Executable", "VirtualMachine", "GraphFunction",
            "Function", "TensorStructInfo", "PyExprMutator", "mutator", "expr_functor", "analysis",
            "SeqExpr", "BindingBlock", "DataflowBlock", "VarBinding"]
-
-_aliases.bind_loaded(__name__)  # old flat paths of loaded modules (mlc_mlir.graph.optimize is also a function here)

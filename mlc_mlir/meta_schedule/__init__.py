@@ -12,13 +12,14 @@ changing its imports::
 The older spelling ``ms.tune_tir(..., config=ms.TuneConfig(max_trials_global=64,
 num_trials_per_iter=64), ...)`` returns the best schedule directly (:mod:`.tune`);
 ``ms.cost_model.XGBModel`` is the search's learned cost model (:mod:`.cost_model`).
+
+Only TVM's spellings live here; the implementations and the project's own names
+(``tune_model``, ``LocalBackend``, ``GBStumpModel``...) are in :mod:`mlc_mlir.tune`.
 """
 
-from ..tune import (CostModel, EvolutionarySearch, JSONDatabase, LocalBackend, RayBackend, TaskScheduler,
-                    TuningRecord, tune_model)
+from ..tune import CostModel, TaskScheduler
 from . import cost_model, database, relax_integration, space_generator, tir_integration
 from .tune import TuneConfig, tune_tir
 
-__all__ = ["tune_tir", "tune_model", "TuneConfig", "space_generator", "tir_integration", "relax_integration",
-           "database", "cost_model", "JSONDatabase", "TuningRecord", "LocalBackend", "RayBackend",
-           "EvolutionarySearch", "CostModel", "TaskScheduler"]
+__all__ = ["tune_tir", "TuneConfig", "space_generator", "tir_integration", "relax_integration", "database",
+           "cost_model", "CostModel", "TaskScheduler"]

@@ -1,7 +1,7 @@
 """``ms.cost_model``: the learned cost models of the search (TVM's ``meta_schedule.cost_model``).
 
 ``ms.cost_model.XGBModel()`` is the model MetaSchedule's logs name ("Saved XGBModel"): here
-gradient-boosted regression stumps fitted in NumPy (:class:`GBStumpModel`, the search's
+gradient-boosted regression stumps fitted in NumPy (:class:`mlc_mlir.tune.GBStumpModel`, the search's
 default), so no XGBoost is needed. XGBoost itself plugs in as
 ``mlc.tune.SklearnModel(xgboost.XGBRegressor())``. Either goes to
 ``ms.tune_tir(..., cost_model=...)``.
@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import TuneError
-from ..tune.cost_model import CostModel, GBStumpModel, SklearnModel
+from ..tune.cost_model import CostModel, GBStumpModel
 
-__all__ = ["CostModel", "XGBModel", "GBStumpModel", "SklearnModel"]
+__all__ = ["CostModel", "XGBModel"]
 
 
 class XGBModel(GBStumpModel):

@@ -1,5 +1,5 @@
-"""``ms.space_generator``: ScheduleFn (a user's stochastic schedule) and the auto space."""
+"""``ms.space_generator``: ScheduleFn (a user's stochastic schedule) and its interface."""
 
-from ..tune.space_generator import AutoSchedule, ScheduleFn, SpaceGenerator
+from ..tune.space_generator import ScheduleFn, SpaceGenerator
 
-__all__ = ["ScheduleFn", "AutoSchedule", "SpaceGenerator"]
+__all__ = ["ScheduleFn", "SpaceGenerator"]

@@ -16,11 +16,11 @@ from .compute import (abs, ceil, compute, cos, exp, floor, if_then_else, log, ma
                       placeholder, power, reduce_axis, round, rsqrt, sigmoid, sin, sqrt, sum,
                       tanh, var)
 from .dtypes import TENSOR_DTYPES
-from .expr import Expr, IterVar, PrimCall, PrimExpr, PrimVar, Var, const, prim_const
+from .expr import Expr, IterVar, Var, const
 from .lower import create_prim_func
 from .tensor import Tensor
 
 __all__ = ["placeholder", "var", "reduce_axis", "compute", "create_prim_func", "sum", "max",
            "min", "const", "if_then_else", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
            "abs", "floor", "ceil", "round", "sin", "cos", "power", "Tensor", "Expr", "Var",
-           "IterVar", "TENSOR_DTYPES", "PrimExpr", "PrimVar", "PrimCall", "prim_const"]
+           "IterVar", "TENSOR_DTYPES"]

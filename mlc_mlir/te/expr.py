@@ -19,7 +19,7 @@ from .dtypes import BOOL, INDEX_DTYPE, int_range, is_float, is_int, normalize_dt
 if TYPE_CHECKING:
     from .tensor import Tensor
 
-__all__ = ["PrimExpr", "PrimVar", "PrimCall", "prim_const", "Expr", "Const", "Var", "IterVar", "Cast", "BinaryOp", "Compare", "Call", "Select",
+__all__ = ["Expr", "Const", "Var", "IterVar", "Cast", "BinaryOp", "Compare", "Call", "Select",
            "TensorRead", "Reduce", "as_expr", "const", "binary", "compare", "logical", "cast",
            "call", "select", "walk"]
 
@@ -384,11 +384,3 @@ def _format(e: Expr, parent: int = 0) -> str:
     prec = _PRECEDENCE[e.op]
     text = f"{_format(e.a, prec)} {_SYMBOLS[e.op]} {_format(e.b, prec + 1)}"
     return f"({text})" if prec < parent else text
-
-
-# Distinct names for the scalar-expression family (TVM's ``PrimExpr``), so that it never reads
-# like the graph family (``mlc_mlir.graph.GraphExpr``...); the short names stay as aliases.
-PrimExpr = Expr
-PrimVar = Var
-PrimCall = Call
-prim_const = const

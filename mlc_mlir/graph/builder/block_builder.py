@@ -32,7 +32,7 @@ from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Function, GlobalVar, Module
 from .emit import OUTPUT_SLOTS, Emitter, create_op, segment_sizes
-from ..ir.expr import Call, Expr, Var, const, shape_attr, tensor_type
+from ..ir.expr import Call, Expr, Var, bound_var, const, shape_attr, tensor_type
 from .te_bridge import import_te_program
 
 __all__ = ["BlockBuilder"]
@@ -131,9 +131,9 @@ class BlockBuilder:
             raise GraphError(f"{expr.op} has side effects and cannot be emitted inside a dataflow block; "
                              "emit it outside bb.dataflow()")
         inside = self._block is not None
-        var = Var(self._fresh(name_hint or ("lv" if inside else "gv")), expr.shape, expr.dtype)
-        var.kind, var.value = ("dataflow" if inside else "binding"), expr
-        var.block = self._block.id if inside else None
+        var = bound_var(self._fresh(name_hint or ("lv" if inside else "gv")), expr.shape, expr.dtype,
+                        kind="dataflow" if inside else "binding", value=expr,
+                        block=self._block.id if inside else None)
         binding = _Binding(var, expr)
         if inside:
             self._block.bindings.append(binding)
@@ -152,8 +152,7 @@ class BlockBuilder:
             expr = self.emit(expr)
         if len(self._block.outputs) >= OUTPUT_SLOTS:
             raise GraphError(f"a dataflow block has at most {OUTPUT_SLOTS} outputs (IRDL slots of mlc.output)")
-        gv = Var(self._fresh(name_hint or "gv"), expr.shape, expr.dtype)
-        gv.kind, gv.value = "binding", expr
+        gv = bound_var(self._fresh(name_hint or "gv"), expr.shape, expr.dtype, kind="binding", value=expr)
         self._block.outputs.append(gv)
         return gv
 

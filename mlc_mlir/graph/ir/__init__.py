@@ -3,7 +3,7 @@
 ==========================  ================================================================
 module                      what
 ==========================  ================================================================
-:mod:`.expr`                ``Var``, ``Constant``, ``Call`` (``GraphExpr``...), shapes, dtypes
+:mod:`.expr`                ``Var``, ``DataflowVar``, ``Constant``, ``Call``, shapes, dtypes
 :mod:`.op`, :mod:`.op_nn`   the graph ops (``mlc.graph.op``, ``mlc.graph.op.nn``)
 :mod:`.infer`, ``infer_nn`` shape and dtype rules, one per op
 :mod:`.analysis`            reading graph functions from MLIR: which, value shapes, op walks

@@ -24,7 +24,7 @@ from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import GlobalVar, Module, Op
 from .analysis import arg_attr, fail, op_attrs, value_shapes, walk_ops
-from .expr import Call, Constant, Expr, Var, format_shape
+from .expr import Call, Constant, Expr, Var, bound_var, format_shape
 from ..transform.outline import value_name
 
 __all__ = ["VarBinding", "BindingBlock", "DataflowBlock", "SeqExpr", "lift", "write", "result_info"]
@@ -150,8 +150,8 @@ class _Lifter:
         value = self.value(op)
         if value is None:
             return None
-        var = Var(self._name(op.results[0], default), value.shape, value.dtype)
-        var.kind, var.value, var.block = kind, value, block
+        var = bound_var(self._name(op.results[0], default), value.shape, value.dtype, kind=kind, value=value,
+                        block=block)
         self.env[op.results[0]] = var
         return VarBinding(var, value)
 
@@ -165,7 +165,11 @@ class _Lifter:
         for o in body.operations:
             if o.name in ("mlc.output", "omp.terminator"):
                 continue
-            b = self.bind(o, "dataflow", bid, f"lv{len(block.bindings)}")
+            # a value used only by mlc.output is bound as the block's output itself
+            # (gv = op(...) directly, as Relax writes it): a Var, not a DataflowVar
+            collapsed = len(o.results) > 0 and o.results[0] in collapsible
+            b = self.bind(o, "binding" if collapsed else "dataflow", None if collapsed else bid,
+                          f"lv{len(block.bindings)}")
             if b is not None:
                 block.bindings.append(b)
                 by_value[o.results[0]] = b
@@ -173,14 +177,12 @@ class _Lifter:
         for i, (v, r) in enumerate(zip(out_op.operands, df.results)):
             name = df_name if i == 0 and df_name else None
             b = by_value.get(v)
-            if v in collapsible and b is not None:  # gv = op(...) directly, as Relax writes it
-                b.var.kind, b.var.block = "binding", None
+            if v in collapsible and b is not None:  # bound as a Var above
                 b.var.name = name or b.var.name
                 self.env[r] = b.var
                 continue
             src = self.env[v]
-            gv = Var(name or f"gv{i}", src.shape, src.dtype)
-            gv.kind, gv.value = "binding", src
+            gv = bound_var(name or f"gv{i}", src.shape, src.dtype, kind="binding", value=src)
             block.bindings.append(VarBinding(gv, src))
             self.env[r] = gv
         return block
@@ -232,8 +234,7 @@ def write(module: Module, name: str, params: Sequence[Var], body: SeqExpr,
                 continue
             value = b.value
             if not isinstance(value, Var):  # an output bound to a call: name the op after it
-                inner = Var(b.var.name, value.shape, value.dtype)
-                inner.kind, inner.value, inner.block = "dataflow", value, i
+                inner = bound_var(b.var.name, value.shape, value.dtype, kind="dataflow", value=value, block=i)
                 df.bindings.append(_Binding(inner, value))
                 value = inner
             restore.append((b.var, b.var.value))

@@ -16,7 +16,7 @@ from mlir import ir
 
 from ...errors import GraphError
 
-__all__ = ["GraphExpr", "GraphVar", "GraphCall", "GraphConstant", "graph_const", "Expr", "Var", "DataflowVar",
+__all__ = ["Expr", "Var", "DataflowVar", "bound_var",
            "Constant", "Call", "Shape", "const", "TensorStructInfo", "normalize_shape", "normalize_dtype",
            "format_shape", "element_type", "dtype_of_element", "tensor_type", "shape_attr",
            "shape_from_attr", "DTYPES"]
@@ -169,25 +169,13 @@ class Var(Expr):
         self.shape = normalize_shape(shape, what=f"shape of Var {name!r}")
         self.dtype = normalize_dtype(dtype, what=f"dtype of Var {name!r}")
         #: where the variable is bound: "param" (user-made), "dataflow" (inside a dataflow
-        #: block, not visible outside it) or "binding" (visible in the whole function)
+        #: block, not visible outside it: a :class:`DataflowVar`) or "binding" (visible in
+        #: the whole function)
         self.kind = "param"
         #: the bound expression for variables made by the builder
         self.value: Expr | None = None
         #: the dataflow block (an int id) a dataflow variable belongs to
         self.block: int | None = None
-
-    @property
-    def kind(self) -> str:
-        """Where the variable is bound: ``"param"``, ``"dataflow"`` or ``"binding"``."""
-        return self._kind
-
-    @kind.setter
-    def kind(self, value: str) -> None:
-        self._kind = value
-        # a variable bound inside a dataflow block is a DataflowVar (the course's
-        # ``type(lv)``); one that leaves the block (emit_output) is a plain Var again
-        if type(self) in (Var, DataflowVar):
-            self.__class__ = DataflowVar if value == "dataflow" else Var
 
     def __repr__(self) -> str:
         return f"Var({self.name!r}, {format_shape(self.shape)}, {self.dtype!r})"
@@ -204,6 +192,15 @@ class DataflowVar(Var):
     def __init__(self, name: str, shape: Sequence[int | str] | TensorStructInfo, dtype: Any = "float32"):
         super().__init__(name, shape, dtype)
         self.kind = "dataflow"
+
+
+def bound_var(name: str, shape: Sequence[int | str], dtype: Any, *, kind: str, value: Expr | None,
+              block: int | None = None) -> Var:
+    """A variable bound to ``value``: a :class:`DataflowVar` when ``kind`` is ``"dataflow"``
+    (the course's ``type(lv)`` inside a dataflow block), else a plain :class:`Var`."""
+    var = (DataflowVar if kind == "dataflow" else Var)(name, shape, dtype)
+    var.kind, var.value, var.block = kind, value, block
+    return var
 
 
 class Constant(Expr):
@@ -271,12 +268,3 @@ def const(value: Any, dtype: Any = None) -> Constant:
     elif hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
         value = np.from_dlpack(value)
     return Constant(value, dtype)
-
-
-# Distinct names for the graph-expression family (TVM's ``relax.Expr``), so that it never reads
-# like the scalar family of ``te`` (``PrimExpr``...); the short names stay as aliases.
-GraphExpr = Expr
-GraphVar = Var
-GraphCall = Call
-GraphConstant = Constant
-graph_const = const

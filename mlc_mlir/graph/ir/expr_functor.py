@@ -32,7 +32,7 @@ from ...errors import GraphError
 from ...ir import Module
 from .ast import BindingBlock, DataflowBlock, SeqExpr, VarBinding, write
 from ..builder.block_builder import BlockBuilder, _Dataflow, _Function
-from .expr import Call, Constant, Expr, Var
+from .expr import Call, Constant, Expr, Var, bound_var
 from .function import Function
 from ..transform.outline import PRIMITIVE_ATTR
 
@@ -151,9 +151,8 @@ class PyExprMutator:
             for e in list(emitted):  # bindings the visit emitted with builder_.emit
                 out.bindings.append(VarBinding(e.var, e.expr))
             emitted.clear()
-            var = Var(b.var.name, value.shape, value.dtype)
-            var.kind, var.value = b.var.kind, value
-            var.block = scope.id if scope is not None and var.kind == "dataflow" else None
+            var = bound_var(b.var.name, value.shape, value.dtype, kind=b.var.kind, value=value,
+                            block=scope.id if scope is not None and b.var.kind == "dataflow" else None)
             self._var_map[id(b.var)] = var
             out.bindings.append(VarBinding(var, value))
         bb._block = None
