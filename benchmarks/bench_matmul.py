@@ -38,7 +38,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 import mlc_mlir as mlc  # noqa: E402
 from matmul_schedules import blocked_schedule, matmul_text, primitive_schedule, render_script  # noqa: E402
 from mlc_mlir.compiler.passes import memref_abi  # noqa: E402
-from mlc_mlir.compiler.pipeline import openmp_lib  # noqa: E402
+from mlc_mlir.toolchain import openmp_lib  # noqa: E402
 from mlc_mlir.schedule.rules import apply_rules  # noqa: E402
 from mlc_mlir.testing.programs import linear  # noqa: E402
 

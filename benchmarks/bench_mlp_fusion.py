@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 import mlc_mlir as mlc  # noqa: E402
 from mlc_mlir.graph import BlockBuilder, Var, op  # noqa: E402
-from mlc_mlir.compiler.pipeline import openmp_lib  # noqa: E402
+from mlc_mlir.toolchain import openmp_lib  # noqa: E402
 
 
 def create_model(params: dict[str, np.ndarray], batch: int) -> mlc.Module:

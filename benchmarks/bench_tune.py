@@ -41,7 +41,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import mlc_mlir as mlc
-from mlc_mlir.compiler.pipeline import openmp_lib
+from mlc_mlir.toolchain import openmp_lib
 from matmul_schedules import matmul_text  # the benchmarks' one definition of the programs
 
 

@@ -4,6 +4,7 @@ import logging as _logging
 from typing import TYPE_CHECKING
 
 from . import errors, log
+from . import views as _views
 from .errors import (ArgumentError, BuildError, GraphError, LoweringError, MlcError, ParseError, RuntimeError_,
                      ScheduleError, TEError, TuneError)
 
@@ -35,6 +36,10 @@ __all__ = ["build", "Module", "IRModule", "Function", "runtime", "errors", "cpu"
            "LoweringError", "ArgumentError", "RuntimeError_", "TuneError"]
 
 __version__ = "0.1.0"
+
+# The composition root: the ground floor's module type shows graph functions through the view
+# the graph layer registers when imported (mlc_mlir.views); it is imported on first need.
+_views.set_graph_loader(lambda: __import__("mlc_mlir.graph"))
 
 # Library logging: silent unless the application configures it or sets MLC_LOG (log.py).
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())

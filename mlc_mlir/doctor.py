@@ -64,7 +64,7 @@ def _wheels() -> str:
 @functools.cache
 def _llc_version() -> dict[str, str]:
     """``llc --version`` of the LLVM wheel: LLVM version, default triple, host CPU."""
-    from .compiler.pipeline import tool_path
+    from .toolchain import tool_path
 
     out = subprocess.run([tool_path("llc"), "--version"], capture_output=True, text=True, timeout=30,
                          check=True).stdout
@@ -121,7 +121,7 @@ def _vectors() -> str:
 
 
 def _openmp() -> str:
-    from .compiler.pipeline import openmp_lib
+    from .toolchain import openmp_lib
 
     return openmp_lib()
 

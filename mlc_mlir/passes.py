@@ -54,12 +54,10 @@ def _module_type() -> type:
 
 def _run(info: PassInfo, fn: Callable[[Any, PassContext], Any], mod: Any, ctx: PassContext | None) -> Any:
     """``fn`` on a copy of ``mod`` (value names kept); the copy or the module ``fn`` returned."""
-    from .graph.ir.analysis import clone_module
-
     module_type = _module_type()
     if not isinstance(mod, module_type):
         raise GraphError(f"pass {info.name}: expects an mlc.Module, got {type(mod).__name__}")
-    work = clone_module(mod)
+    work = mod.clone()
     out = fn(work, ctx or PassContext())
     if out is None:
         return work

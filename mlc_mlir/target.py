@@ -62,7 +62,7 @@ _OPTION = re.compile(r"^--?([a-z][a-z0-9-]*)=(\S+)$")  # -name=value (TVM), --na
 @functools.lru_cache(maxsize=1)
 def host_cpu_name() -> str:
     """The host CPU as LLVM names it (``znver3``, ``skylake-avx512``...), or ``"generic"``."""
-    from .compiler.pipeline import tool_path
+    from .toolchain import tool_path
 
     try:
         out = subprocess.run([tool_path("llc"), "--version"], capture_output=True, text=True,

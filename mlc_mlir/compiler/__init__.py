@@ -1,11 +1,8 @@
-"""The compiler: tensor programs -> LLVM dialect -> JIT (``mlc.build``; old path ``mlc_mlir.build``)."""
+"""The compiler: tensor programs -> LLVM dialect -> JIT (``mlc.build``)."""
 
 from __future__ import annotations
 
-import inspect
 import logging
-import sys
-import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,8 +17,9 @@ from .alloc_check import alloc_failure_check
 from .executable import CompiledFunction, ProfileResult, RuntimeModule
 from ..target import Target
 from .codegen_flags import check_fastmath
-from .pipeline import (Compilation, Stage, build_stages, codegen_stages, cpu_stages, mlir_lib, openmp_lib,
-                       run_pipeline, run_stage, run_stages, uses_parallel_loops)
+from ..toolchain import mlir_lib, openmp_lib
+from .pipeline import (Compilation, Stage, build_stages, codegen_stages, cpu_stages, run_pipeline, run_stage,
+                       run_stages, uses_parallel_loops)
 
 __all__ = ["build", "compile_module", "RuntimeModule", "CompiledFunction", "ProfileResult",
            "Stage", "Compilation", "cpu_stages", "codegen_stages", "build_stages", "run_pipeline",
@@ -166,17 +164,3 @@ def _jit(module: ir.Module, state: Compilation, opt_level: int,
         engine.register_runtime(name, cb)
     engine.initialize()
     return engine
-
-
-class _CallablePackage(types.ModuleType):
-    """This package, callable as the function :func:`build`: ``mlc.build(mod)`` compiles,
-    while ``import mlc_mlir.compiler.pipeline`` and ``mlc.build.pipeline`` reach the modules."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> RuntimeModule:
-        return build(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallablePackage
-__signature__ = inspect.signature(build)
-# help(mlc.build) and mlc.build.__doc__ show the function's documentation too
-__doc__ = f"{__doc__}\n\nmlc.build(mod, target=...):\n{build.__doc__}"

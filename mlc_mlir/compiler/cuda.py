@@ -36,7 +36,8 @@ from .abi import FuncSignature
 from .cuda_call import CudaFunction, cuda_time_evaluator
 from .executable import ProfileResult, RuntimeModule
 from .gpu_pipeline import ARCH_PTX_FEATURES, CudaTarget, cuda_stages, parse_cuda_target
-from .pipeline import Compilation, Stage, mlir_lib, run_pipeline, run_stages
+from ..toolchain import mlir_lib
+from .pipeline import Compilation, Stage, run_pipeline, run_stages
 
 __all__ = ["build_cuda", "CudaModule", "cuda_driver", "device_arch", "NO_DRIVER"]
 

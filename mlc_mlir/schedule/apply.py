@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects.transform import interpreter
 
-from ..irutil import diagnostic_lines, sym_name
+from ..irutil import sym_name
 from ..context import diagnostics_text, mlc_context
 from ..errors import ScheduleError
+from ..irbuild import ENTRY_POINT, apply_transform
 from ..parse_guard import guarded_parse
 from ..ir import Module
 from .buffers import compact_cache_buffers
@@ -16,7 +16,6 @@ from .isolate import dry_run_in_child, is_provably_safe
 
 __all__ = ["apply_transform_script", "run_transform", "ENTRY_POINT"]
 
-ENTRY_POINT = "__transform_main"
 
 
 def _entry(tmod: ir.Module) -> ir.Operation:
@@ -36,22 +35,8 @@ def run_transform(payload: ir.Module, tmod: ir.Module, *, what: str = "schedule"
 
     Raises ScheduleError with the interpreter's diagnostics when the script fails.
     """
-    entry = _entry(tmod)
-    diags: list[str] = []
-
-    def handler(diag: ir.DiagnosticInfo) -> bool:
-        diags.extend(diagnostic_lines(diag))
-        return True
-
-    ctx = payload.context
-    h = ctx.attach_diagnostic_handler(handler)
-    try:
-        interpreter.apply_named_sequence(payload, entry, tmod)
-    except (ValueError, ir.MLIRError) as exc:
-        detail = "\n".join(diags) or (diagnostics_text(exc) if isinstance(exc, ir.MLIRError) else str(exc))
-        raise ScheduleError(f"{what}: the transform script failed:\n{detail}") from None
-    finally:
-        h.detach()
+    _entry(tmod)  # ScheduleError naming what the script lacks
+    apply_transform(payload, tmod, error=ScheduleError, message=f"{what}: the transform script failed")
     apply_tensorize(payload)
     compact_cache_buffers(payload)
     try:

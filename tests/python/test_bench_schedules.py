@@ -48,7 +48,7 @@ def test_mm_relu128_script(mm_relu_text, rng, script):
 def test_matmul1024_script_parallel(rng, threads):
     import ctypes
 
-    from mlc_mlir.compiler.pipeline import openmp_lib
+    from mlc_mlir.toolchain import openmp_lib
 
     mod = _scheduled(_matmul(1024), "matmul1024.mlir")
     assert "scf.forall" in str(mod)

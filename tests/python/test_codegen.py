@@ -140,7 +140,7 @@ def test_asm_bytes_are_the_code_in_memory(tmp_path):
     import re
     import subprocess
 
-    from mlc_mlir.compiler.pipeline import tool_path
+    from mlc_mlir.toolchain import tool_path
 
     rt = mlc.build(matmul_epilogue(32, 32, 32, bias=False))
     asm = rt.get_source("asm")

@@ -172,7 +172,7 @@ def _emulated_build(mod: mlc.Module):
     from mlc_mlir.compiler.executable import RuntimeModule
     from mlc_mlir.compiler.gpu_mapping import trip_counts
     from mlc_mlir.compiler.gpu_shared import emulate_shared_copies
-    from mlc_mlir.compiler.pipeline import mlir_lib
+    from mlc_mlir.toolchain import mlir_lib
     from mlc_mlir.context import mlc_context
 
     work = mod.clone()

@@ -15,7 +15,7 @@ import mlc_mlir
 from mlc_mlir import doctor
 from mlc_mlir.compiler.cuda import cuda_driver, device_arch
 from mlc_mlir.compiler.gpu_pipeline import cuda_toolkit
-from mlc_mlir.compiler.pipeline import openmp_lib, tool_path
+from mlc_mlir.toolchain import openmp_lib, tool_path
 
 FIELDS = ["package", "python", "MLIR/LLVM wheels", "LLVM", "host target", "host CPU", "vector features",
           "OpenMP runtime", "dialect files", "CUDA toolkit", "GPU"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import mlc_mlir
-from mlc_mlir.compiler.pipeline import openmp_lib
+from mlc_mlir.toolchain import openmp_lib
 from mlc_mlir.context import dialect_files, dialects_dir
 from mlc_mlir.errors import LoweringError
 
@@ -104,7 +104,7 @@ def test_openmp_lib_found_in_a_user_install_layout(tmp_path):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: intel-openmp\nVersion: 9.9\n")
     (info / "RECORD").write_text("../../libiomp5.so,,\nintel_openmp-9.9.dist-info/METADATA,,\n")
     shutil.copy(openmp_lib(), tmp_path / "lib" / "libiomp5.so")
-    code = "from mlc_mlir.compiler.pipeline import openmp_lib; print(openmp_lib())"
+    code = "from mlc_mlir.toolchain import openmp_lib; print(openmp_lib())"
     proc = run_python(code, env={"PYTHONPATH": str(site)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str((tmp_path / "lib" / "libiomp5.so").resolve())

@@ -13,8 +13,9 @@ import re
 
 from mlir import ir
 
-from ...irutil import sym_name, walk_ops
 from ...errors import GraphError
+from ...ir.module import graph_functions, is_graph_function
+from ...irutil import sym_name, walk_ops
 from .expr import Shape, dtype_of_element, format_shape, shape_from_attr
 from .infer import RULES, infer
 
@@ -42,20 +43,6 @@ def clone_module(mod: "Module") -> "Module":
 
 #: the ``sym_name`` of a ``func.func`` (:func:`mlc_mlir.irutil.sym_name`)
 func_name = sym_name
-
-def is_graph_function(fop: ir.Operation) -> bool:
-    """Whether ``fop`` is a graph function (``mlc.graph`` attribute or ``mlc`` ops inside)."""
-    if fop.name != "func.func":
-        return False
-    if "mlc.graph" in fop.attributes:
-        return True
-    return any(o.name.startswith("mlc.") for o in walk_ops(fop))
-
-
-def graph_functions(module: ir.Module) -> list[ir.Operation]:
-    """The graph functions of ``module``, in order."""
-    return [op.operation for op in module.body.operations if is_graph_function(op.operation)]
-
 
 def op_line(op: ir.Operation) -> int | None:
     """The source line of ``op`` (through name and fused locations), if known."""

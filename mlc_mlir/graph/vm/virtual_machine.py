@@ -32,14 +32,18 @@ __all__ = ["VirtualMachine", "GraphFunction"]
 class GraphFunction:
     """A callable graph function of a :class:`VirtualMachine`: ``f(*inputs) -> output(s)``."""
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> GraphFunction:
+        # each function a class of its own, so that its __call__ can be generated code
+        return object.__new__(type(cls.__name__, (cls,), {"__module__": cls.__module__}))
+
     def __init__(self, ex: Executable, sig: GraphSignature, device: Device):
         self.signature = sig
         self._compiled = ex.rt[sig.name]
         self._device = device
         self._checks = ex.extent_checks.get(sig.name, ())
         fast = ex.rt.fast_entry(sig.name, self._declined, after=ex.rt._after_call if ex.env_calls else None)
-        if fast is not None:  # this instance's own class, whose __call__ is generated code
-            self.__class__ = type("GraphFunction", (GraphFunction,), {"__call__": _fast_call(self, fast)})
+        if fast is not None:  # this instance's own class: its __call__ is generated code
+            type(self).__call__ = _fast_call(self, fast)
 
     def _bind(self, arrays: list[np.ndarray]) -> dict[str, int]:
         sig = self.signature

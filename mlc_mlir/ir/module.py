@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mlir import ir
 
-from .irutil import sym_name, to_attr
-from .context import diagnostics_text, mlc_context
-from .errors import MlcError, ParseError
-from .parse_guard import MAX_NESTING, guarded_parse
+from ..context import diagnostics_text, mlc_context
+from ..errors import MlcError, ParseError
+from ..irutil import sym_name, to_attr, walk_ops
+from ..parse_guard import MAX_NESTING, guarded_parse
+from ..views import graph_view
 
-__all__ = ["Module", "IRModule", "Function", "Op", "GlobalVar", "FunctionNames", "guarded_parse", "MAX_NESTING"]
+__all__ = ["Module", "IRModule", "Function", "Op", "GlobalVar", "FunctionNames", "guarded_parse", "MAX_NESTING",
+           "is_graph_function", "graph_functions"]
 
-#: The course's ``from tvm.ir.module import IRModule`` is ``from mlc_mlir.ir.module import IRModule``:
-#: ``mlc_mlir.ir.module`` is this module again (an alias in :data:`mlc_mlir._aliases.MOVED`),
-#: which the import system looks up only under a module that has a package path.
-__path__: list[str] = []
 
 
 _OP_PREFIXES = ("relax.op.nn.", "relax.op.", "relax.nn.", "relax.", "mlc.")
@@ -44,14 +41,13 @@ class Op(str):
         Raises:
             MlcError: no graph op has that name.
         """
-        from .graph.ir.analysis import PURE_MLC_OPS
-
         if not isinstance(name, str):
             raise MlcError(f"Op.get expects an op name (str), got {name!r}")
         short = next((name[len(p):] for p in _OP_PREFIXES if name.startswith(p)), name)
         short = _OP_ALIASES.get(short, short)
-        if short not in PURE_MLC_OPS and short != "alloc_tensor":
-            raise MlcError(f"Op.get({name!r}): no graph op {short!r}; graph ops: {', '.join(PURE_MLC_OPS)}")
+        ops = graph_view().op_names
+        if short not in ops and short != "alloc_tensor":
+            raise MlcError(f"Op.get({name!r}): no graph op {short!r}; graph ops: {', '.join(ops)}")
         return cls(short)
 
     @property
@@ -229,12 +225,8 @@ class Module:
         """Print the module for reading: graph functions as Relax-like text (dataflow
         blocks, ``call_tir(@f, (x, w), out=(1, 128) float32)``, constants summarized),
         tensor programs as MLIR. A module without graph functions prints :meth:`script`."""
-        from .graph.ir.analysis import graph_functions
-
         if graph_functions(self.mlir_module):
-            from .graph.ir.printer import module_text
-
-            print(module_text(self))
+            print(graph_view().module_text(self))
         else:
             print(self.script())
 
@@ -263,9 +255,7 @@ class Module:
         func = self[name]
         gv = GlobalVar(name)
         if func.function_type.results and len(func.function_type.results) == 1:
-            from .graph.ir.ast import result_info
-
-            gv.ret_shape, gv.ret_dtype = result_info(func.op)
+            gv.ret_shape, gv.ret_dtype = graph_view().result_info(func.op)
         return gv
 
     def __contains__(self, name: str) -> bool:
@@ -274,12 +264,8 @@ class Module:
     def __getitem__(self, name: str) -> Function:
         for op in self._func_ops():
             if sym_name(op) == name:
-                from .graph.ir.analysis import is_graph_function
-
                 if is_graph_function(op):
-                    from .graph.ir.function import Function as GraphFunction
-
-                    return GraphFunction(self, op)
+                    return graph_view().function_class(self, op)
                 return Function(self, op)
         raise MlcError(f"module has no function named {name!r}; it has {self.functions}")
 
@@ -370,14 +356,15 @@ def _module_of_functions(funcs: dict[str, Function | Module]) -> ir.Module:
 IRModule = Module
 
 
-if TYPE_CHECKING:
-    from .graph.transform import pass_infra as transform
-else:  # hidden from type checkers, so that a misspelt ``mlc.ir`` name is an error there
+def is_graph_function(fop: ir.Operation) -> bool:
+    """Whether ``fop`` is a graph function (``mlc.graph`` attribute or ``mlc`` ops inside)."""
+    if fop.name != "func.func":
+        return False
+    if "mlc.graph" in fop.attributes:
+        return True
+    return any(o.name.startswith("mlc.") for o in walk_ops(fop))
 
-    def __getattr__(name: str):
-        # ``tvm.ir.transform.module_pass`` of the course: mlc_mlir.ir.transform
-        if name == "transform":
-            from .graph import pass_infra
 
-            return pass_infra
-        raise AttributeError(f"module 'mlc_mlir.ir' has no attribute {name!r}")
+def graph_functions(module: ir.Module) -> list[ir.Operation]:
+    """The graph functions of ``module``, in order."""
+    return [op.operation for op in module.body.operations if is_graph_function(op.operation)]
