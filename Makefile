@@ -101,8 +101,10 @@ clean:
 # `make mutate`: mutation testing (cosmic-ray, the `mutate` extra) of the core modules listed in
 # tools/mutate.toml, each mutant run against its module's own tests in a scratch copy of the
 # tree (build/mutate/); hours for all of them, resumable; `make mutate MODULES="database loop_deps"`
-# runs some. Scores and surviving mutants: build/mutate/report.md.
+# runs some; MUTATE_ARGS="--source head" mutates the last commit instead of the working tree.
+# Scores and surviving mutants: build/mutate/report.md.
 MODULES ?=
+MUTATE_ARGS ?=
 mutate: setup
 	$(PY) -c "import cosmic_ray" 2>/dev/null || $(PY) -m pip install -e '.[mutate]'
-	nice -n 10 $(PY) tools/mutate.py $(if $(MODULES),--modules $(MODULES))
+	nice -n 10 $(PY) tools/mutate.py $(if $(MODULES),--modules $(MODULES)) $(MUTATE_ARGS)

@@ -20,6 +20,7 @@ per module and the diff of every surviving mutant.
     python tools/mutate.py --list                # modules, files, tests, mutant counts
     python tools/mutate.py --report              # the report of the sessions so far
     python tools/mutate.py --modules database --rerun-survivors
+    python tools/mutate.py --source head         # the last commit, not the working tree
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -86,17 +88,31 @@ def exclusions(defaults: dict) -> list[str]:
     return out
 
 
-def scratch_tree(tree: Path) -> Path:
-    """``tree`` made a copy of the checkout's files (tracked and untracked, not ignored):
-    files that differ are copied again (a run killed mid-mutant left its mutant there),
-    with compiled bytecode for the tests' imports."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
-                           capture_output=True).stdout.decode().split("\0")
-    for rel in filter(None, files):
-        src, dst = ROOT / rel, tree / rel
-        if src.is_file() and (not dst.exists() or dst.read_bytes() != src.read_bytes()):
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+def scratch_tree(tree: Path, source: str = "worktree") -> Path:
+    """``tree`` made a copy of the checkout's files: the working tree's (tracked and
+    untracked, not ignored), or with ``source="head"`` the last commit's (other work in
+    progress in a shared working tree left out). Files that differ are copied again (a run
+    killed mid-mutant left its mutant there), files gone are removed; compiled bytecode for
+    the tests' imports."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if source == "head":
+            archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+            base = Path(tmp)
+            wanted = {p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file()}
+        else:
+            base = ROOT
+            files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                                   capture_output=True).stdout.decode().split("\0")
+            wanted = {rel for rel in files if rel and (ROOT / rel).is_file()}
+        for rel in wanted:
+            src, dst = base / rel, tree / rel
+            if not dst.exists() or dst.read_bytes() != src.read_bytes():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dst)
+    for old in [p for p in tree.rglob("*") if p.is_file() and "__pycache__" not in p.parts]:
+        if old.relative_to(tree).as_posix() not in wanted:
+            old.unlink()  # (removed from the checkout since the last run)
     subprocess.run([sys.executable, "-m", "compileall", "-q", "mlc_mlir", "tests/python"], cwd=tree, check=False)
     return tree
 
@@ -139,8 +155,8 @@ def _cr(tool: str, *args: str, tree: Path, check: bool = True) -> subprocess.Com
                           capture_output=True)
 
 
-def run_module(mod: Module, work: Path, defaults: dict, fresh: bool, rerun: bool) -> None:
-    tree = scratch_tree(work / mod.name / "tree")
+def run_module(mod: Module, work: Path, defaults: dict, fresh: bool, rerun: bool, source: str) -> None:
+    tree = scratch_tree(work / mod.name / "tree", source)
     for path in mod.paths:
         cfg_path, session = _session_paths(work, mod, path)
         for pyc in (tree / path).parent.glob(f"__pycache__/{Path(path).stem}.*.pyc"):
@@ -154,13 +170,12 @@ def run_module(mod: Module, work: Path, defaults: dict, fresh: bool, rerun: bool
             _cr("cosmic-ray", "init", str(cfg_path), str(session), tree=tree)
             _cr("cr-filter-operators", str(session), str(cfg_path), tree=tree)
             skip_annotations(session, tree / path)
-            start = time.time()
-            base = _cr("cosmic-ray", "baseline", str(cfg_path), tree=tree, check=False)
-            if base.returncode != 0:
-                session.unlink()
-                raise SystemExit(f"mutate: {mod.name}: the tests fail on the unmutated tree "
-                                 f"({' '.join(mod.tests)}):\n{base.stdout[-3000:]}{base.stderr[-3000:]}")
-            print(f"[{mod.name}] {path}: baseline passes in {time.time() - start:.0f} s", flush=True)
+        start = time.time()  # (every run: the tree was synced with the checkout)
+        base = _cr("cosmic-ray", "baseline", str(cfg_path), tree=tree, check=False)
+        if base.returncode != 0:
+            raise SystemExit(f"mutate: {mod.name}: the tests fail on the unmutated tree "
+                             f"({' '.join(mod.tests)}):\n{base.stdout[-3000:]}{base.stderr[-3000:]}")
+        print(f"[{mod.name}] {path}: baseline passes in {time.time() - start:.0f} s", flush=True)
         counts = count(session, tree, path)
         print(f"[{mod.name}] {path}: {counts.pending} mutants to run ({counts.total} kept)", flush=True)
         start = time.time()
@@ -291,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="start the modules' sessions over")
     ap.add_argument("--rerun-survivors", action="store_true",
                     help="run the surviving mutants again (after adding tests)")
+    ap.add_argument("--source", choices=["worktree", "head"], default="worktree",
+                    help="mutate a copy of the working tree (default) or of the last commit")
     ap.add_argument("--list", action="store_true", help="list the modules and their tests")
     ap.add_argument("--report", action="store_true", help="only print the report of the sessions so far")
     args = ap.parse_args(argv)
@@ -307,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report:
         for n in names:
             start = time.time()
-            run_module(mods[n], work, defaults, args.fresh, args.rerun_survivors)
+            run_module(mods[n], work, defaults, args.fresh, args.rerun_survivors, args.source)
             print(f"[{n}] done in {(time.time() - start) / 60:.1f} min", flush=True)
     text = report([mods[n] for n in names], work)
     (work / "report.md").write_text(text)

@@ -78,6 +78,157 @@ def test_affine_symbols_and_constants():
     ) == [True, True, False, False, True, True]
 
 
+def test_affine_sums_and_products():
+    assert parallel(
+        "%a: memref<64xf32>",
+        # the second symbol: forms are the dims' then the symbols'
+        "%j = affine.apply affine_map<(d0)[s0, s1] -> (d0 + s1 * 4)>(%c2)[%c1, %i]\n"
+        " memref.store %z, %a[%j] : memref<64xf32>",
+        # (i + 1) * 2 = 2 i + 2: the offset 2 is a whole step: not proven
+        "%j = affine.apply affine_map<(d0) -> ((d0 + 1) * 2)>(%i)\n memref.store %z, %a[%j] : memref<64xf32>",
+        # 2 (2 i + 1) and (2 i + 1) 2 = 4 i + 2
+        "%j = affine.apply affine_map<(d0) -> (2 * (d0 * 2 + 1))>(%i)\n memref.store %z, %a[%j] : memref<64xf32>",
+        "%j = affine.apply affine_map<(d0) -> ((d0 * 2 + 1) * 2)>(%i)\n memref.store %z, %a[%j] : memref<64xf32>",
+        # i (i + 1): not linear
+        "%k = arith.addi %i, %c1 : index\n %j = affine.apply affine_map<(d0)[s0] -> (d0 * s0)>(%i)[%k]\n"
+        " memref.store %z, %a[%j] : memref<64xf32>",
+        "%k = arith.addi %i, %c1 : index\n %j = affine.apply affine_map<(d0)[s0] -> (s0 * d0)>(%i)[%k]\n"
+        " memref.store %z, %a[%j] : memref<64xf32>",
+        # (i + 1) 2 through arith, both orders
+        "%k = arith.addi %i, %c1 : index\n %j = arith.muli %k, %c2 : index\n memref.store %z, %a[%j] : memref<64xf32>",
+        "%k = arith.addi %i, %c1 : index\n %j = arith.muli %c2, %k : index\n memref.store %z, %a[%j] : memref<64xf32>",
+        "%k = arith.addi %i, %c1 : index\n %j = arith.muli %k, %i : index\n memref.store %z, %a[%j] : memref<64xf32>",
+    ) == [True, False, True, True, False, False, False, False, False]
+
+
+def test_symbol_products_and_unknown_parts():
+    assert parallel(
+        "%a: memref<64xf32>",
+        "%j = affine.apply affine_map<(d0)[s0] -> (d0 * s0)>(%c2)[%i]\n memref.store %z, %a[%j] : memref<64xf32>",
+        "%j = affine.apply affine_map<(d0) -> (d0 floordiv 2 + d0)>(%i)\n memref.store %z, %a[%j] : memref<64xf32>",
+        "%j = affine.apply affine_map<(d0) -> ((d0 floordiv 2) * 4)>(%i)\n memref.store %z, %a[%j] : memref<64xf32>",
+        "%m = arith.constant -1 : index\n %j = arith.addi %i, %m : index\n"
+        " vector.store %zv, %a[%j] : memref<64xf32>, vector<4xf32>",           # slab [i - 1, i + 3): overlaps
+        "%m = arith.constant -1 : index\n %j = arith.muli %i, %c4 : index\n %k = arith.addi %j, %m : index\n"
+        " vector.store %zv, %a[%k] : memref<64xf32>, vector<4xf32>",           # [4 i - 1, 4 i + 3): overlaps
+    ) == [True, False, False, False, False]
+
+
+def test_a_dimension_that_proves_nothing_is_passed_over():
+    assert parallel(
+        "%a: memref<64x64xf32>",
+        "%k = arith.muli %i, %i : index\n %j = arith.muli %i, %c4 : index\n"
+        " memref.store %z, %a[%k, %j] : memref<64x64xf32>",                    # rows unknown, columns 4 i
+        "%j = arith.muli %i, %c4 : index\n memref.store %z, %a[%c0, %j] : memref<64x64xf32>",
+    ) == [True, True]
+
+
+def test_every_operand_of_an_op_is_looked_at():
+    """A private buffer first among an op's operands does not hide the shared one after it."""
+    view = "memref<1x4xf32, strided<[4, 1], offset: ?>>"
+    assert parallel(
+        "%a: memref<20x4xf32>",
+        "%t = memref.alloc() : memref<20x4xf32>\n"
+        " linalg.copy ins(%t : memref<20x4xf32>) outs(%a : memref<20x4xf32>)",     # all of %a each time
+        f"%t = memref.alloc() : memref<1x4xf32>\n"
+        f" %s = memref.subview %a[%i, 0] [1, 4] [1, 1] : memref<20x4xf32> to {view}\n"
+        f" linalg.copy ins(%t : memref<1x4xf32>) outs(%s : {view})",             # row i
+        f"%s = memref.subview %a[%i, 0] [1, 4] [1, 1] : memref<20x4xf32> to {view}\n"
+        f" %d = memref.dim %s, %c0 : {view}",                                     # an op not known
+        "%s = memref.subview %a[%c0, %i] [8, 1] [1, 1] : memref<20x4xf32> to "
+        "memref<8x1xf32, strided<[4, 1], offset: ?>>\n"
+        " linalg.fill ins(%z : f32) outs(%s : memref<8x1xf32, strided<[4, 1], offset: ?>>)",  # two dynamic offsets
+        "%s = memref.subview %a[0, %i] [20, 1] [1, 1] : memref<20x4xf32> to memref<20xf32, strided<[4], "
+        "offset: ?>>\n linalg.fill ins(%z : f32) outs(%s : memref<20xf32, strided<[4], offset: ?>>)",  # rank-reducing
+    ) == [False, True, False, True, False]
+
+
+def test_matmul_operands_and_transposed_transfers():
+    assert parallel(
+        "%a: memref<8x8xf32>, %b: memref<8x8xf32>",
+        "%sa = memref.subview %a[%i, 0] [1, 8] [1, 1] : memref<8x8xf32> to memref<1x8xf32, strided<[8, 1], "
+        "offset: ?>>\n %sb = memref.subview %b[%i, 0] [1, 8] [1, 1] : memref<8x8xf32> to memref<1x8xf32, "
+        "strided<[8, 1], offset: ?>>\n linalg.matmul ins(%sa, %b : memref<1x8xf32, strided<[8, 1], offset: ?>>, "
+        "memref<8x8xf32>) outs(%sb : memref<1x8xf32, strided<[8, 1], offset: ?>>)",   # writes row i of %b
+        "%v = arith.constant dense<0.0> : vector<1x8xf32>\n"
+        " vector.transfer_write %v, %a[%i, %c0] {in_bounds = [true, false], permutation_map = "
+        "affine_map<(d0, d1) -> (d1, d0)>} : vector<1x8xf32>, memref<8x8xf32>",       # rows i..i+8: overlap
+    ) == [False, False]
+    with mlc_context():
+        m = ir.Module.parse("""
+          func.func @f(%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x4xf32>) {
+            linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x4xf32>) outs(%c : memref<4x4xf32>)
+            return
+          }""")
+        mm = next(o.operation for o in _func(m).regions[0].blocks[0].operations if o.operation.name == "linalg.matmul")
+        args = list(_func(m).regions[0].blocks[0].arguments)
+        assert ld.linalg_ins(mm) == args[:2] and ld.linalg_outs(mm) == args[2:]
+        m = ir.Module.parse("""
+          func.func @g(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
+            linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>,
+                                             affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+                ins(%a : memref<4xf32>) outs(%b, %c : memref<4xf32>, memref<4xf32>) {
+            ^bb0(%x: f32, %y: f32, %w: f32):
+              linalg.yield %x, %x : f32, f32
+            }
+            return
+          }""")
+        gen = next(o.operation for o in _func(m).regions[0].blocks[0].operations
+                   if o.operation.name == "linalg.generic")
+        args = list(_func(m).regions[0].blocks[0].arguments)
+        assert ld.linalg_ins(gen) == args[:1] and ld.linalg_outs(gen) == args[1:]
+
+
+def test_loops_with_iter_args():
+    with mlc_context():
+        m = ir.Module.parse(f"""
+          func.func @f(%a: memref<8xf32>) -> f32 {{{_HEAD}
+            %r = scf.for %i = %c0 to %c8 step %c1 iter_args(%acc = %z) -> (f32) {{
+              %v = memref.load %a[%i] : memref<8xf32>
+              %s = arith.addf %acc, %v : f32
+              %t = scf.for %j = %c0 to %c4 step %c1 iter_args(%x = %s) -> (f32) {{ scf.yield %x : f32 }}
+              scf.yield %t : f32
+            }}
+            scf.for %i = %c0 to %c8 step %c1 {{
+              %st = arith.addi %c1, %c0 : index
+              scf.for %j = %c0 to %c4 step %st {{ }}
+            }}
+            return %r : f32
+          }}""")
+        first, second = _top_loops(_func(m))
+        assert ld.trip_count(first) == 8
+        iv = ld.induction_var(first)
+        assert iv == first.regions[0].blocks[0].arguments[0] and str(iv.type) == "index"
+        assert ld.inner_bounds_invariant(first)       # the inner loop's iter_args start inside: fine
+        assert not ld.inner_bounds_invariant(second)  # its step is computed inside
+
+
+def test_vector_loads_of_the_written_slab():
+    assert parallel(
+        "%a: memref<64xf32>",
+        "%j = arith.muli %i, %c4 : index\n %v = vector.load %a[%j] : memref<64xf32>, vector<4xf32>\n"
+        " vector.store %v, %a[%j] : memref<64xf32>, vector<4xf32>",
+        "%j = arith.muli %i, %c4 : index\n %v = vector.transfer_read %a[%j], %z {in_bounds = [true]} : "
+        "memref<64xf32>, vector<4xf32>\n vector.transfer_write %v, %a[%j] {in_bounds = [true]} : "
+        "vector<4xf32>, memref<64xf32>",
+        "%j = arith.muli %i, %c4 : index\n %v = vector.transfer_read %a[%j], %z {in_bounds = [true]} : "
+        "memref<64xf32>, vector<8xf32>\n vector.transfer_write %zv, %a[%j] {in_bounds = [true]} : "
+        "vector<4xf32>, memref<64xf32>",
+    ) == [True, True, False]
+
+
+def test_dynamic_subview_strides_are_not_proven():
+    dyn = "memref<1x4xf32, strided<[?, ?], offset: ?>>"
+    assert parallel(
+        "%a: memref<20x4xf32>",
+        f"%s = memref.subview %a[%i, 0] [1, 4] [%c1, %c1] : memref<20x4xf32> to {dyn}\n"
+        f" linalg.fill ins(%z : f32) outs(%s : {dyn})",
+        f"%s = memref.subview %a[%i, %c0] [1, %c4] [1, %c1] : memref<20x4xf32> to "
+        "memref<1x?xf32, strided<[4, ?], offset: ?>>\n"
+        " linalg.fill ins(%z : f32) outs(%s : memref<1x?xf32, strided<[4, ?], offset: ?>>)",
+    ) == [False, False]
+
+
 def test_offsets_must_fit_in_one_step():
     # each iteration's slab is [a * iv + c, a * iv + c + size) with 0 <= c, c + size <= a * step
     assert parallel(
@@ -263,6 +414,21 @@ def test_depends_follows_values_to_the_induction_variable():
         assert not ld.depends(j, iv, outer, seen)  # (already visited)
 
 
+@pytest.mark.parametrize("step", ["0", "-1"])
+def test_no_trip_count_without_a_positive_step(step):
+    with mlc_context():
+        m = ir.Module.parse(f"""
+          func.func @f() {{
+            %c0 = arith.constant 0 : index
+            %c8 = arith.constant 8 : index
+            %s = arith.constant {step} : index
+            scf.for %i = %c0 to %c8 step %s {{ }}
+            return
+          }}""")
+        (loop,) = _top_loops(_func(m))
+        assert ld.trip_count(loop) is None
+
+
 def test_trip_counts_constants_and_bounds():
     with mlc_context():
         m = ir.Module.parse(_HELPERS)
@@ -288,6 +454,8 @@ def test_nesting_and_linalg_operands():
         fill, copy = body[1].operation, body[2].operation
         assert ld.inside(fill, second) and ld.inside(second, second) and not ld.inside(fill, first)
         assert ld.inside(body[1], second)  # an OpView
+        views = [o for o in func.regions[0].blocks[0].operations if o.operation.name == "scf.for"]
+        assert ld.inside(fill, views[1]) and not ld.inside(fill, views[0])  # OpView ancestors
         assert ld.inside_value(fill.operands[0], second) is False  # %z from outside
         assert ld.inside_value(ld.induction_var(second), second)
         assert not ld.inside_value(func.regions[0].blocks[0].arguments[0], second)
