@@ -1,4 +1,5 @@
-"""``mlc.build(mod, target="cuda")``: bound tensor programs -> CUDA kernels + host code.
+"""``mlc.build(mod, target="cuda")``: bound tensor programs -> CUDA kernels + host code
+(built by the driver with :class:`.targets.cuda.CudaBackend`; this module: the loaded module).
 
 The host function of each tensor program keeps the CPU build's memref ABI with device
 pointers: ``rt["name"](*cuda_arrays)`` launches the kernels (grid/block sizes from the
@@ -18,7 +19,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,19 +29,16 @@ from mlir.execution_engine import ExecutionEngine
 from ..irutil import sym_name
 from ..context import mlc_context
 from ..errors import BuildError, MlcError
-from ..ir import Module
 from ..runtime import cuda_device as cu
 from ..runtime.mgpu import KernelRuntime
 from .abi import FuncSignature
 from .cuda_call import CudaFunction, cuda_time_evaluator
 from .executable import ProfileResult, RuntimeModule
-from .gpu_pipeline import ARCH_PTX_FEATURES, CudaTarget, cuda_stages, parse_cuda_target
-from ..toolchain import mlir_lib
-from .pipeline import Compilation, Stage, run_pipeline, run_stages
+from .gpu_pipeline import CudaTarget
+from .pipeline import run_pipeline
 
-__all__ = ["build_cuda", "CudaModule", "cuda_driver", "device_arch", "NO_DRIVER"]
+__all__ = ["CudaModule", "cuda_driver", "device_arch", "jit_host", "NO_DRIVER"]
 
-log = logging.getLogger(__name__)
 
 NO_DRIVER = ("no CUDA driver (libcuda) found: CUDA functions can be compiled (get_source('ptx')) "
              "but not run here")
@@ -183,58 +180,3 @@ def jit_host(lowered: ir.Module, *, opt_level: int, shared_libs: Sequence[str]) 
             return ExecutionEngine(lowered, opt_level=opt_level, shared_libs=list(shared_libs))
         except (RuntimeError, ir.MLIRError) as exc:
             raise BuildError(f"JIT compilation of the CUDA host code failed: {exc}") from None
-
-
-def build_cuda(mod: Module, target: str, *, arch: str | None = None, opt_level: int = 3,
-               print_after_all: bool = False, extra_stages: list[Stage] | None = None,
-               state: Compilation | None = None) -> CudaModule:
-    """Compile the bound tensor programs of ``mod`` for a CUDA GPU (see the module docstring).
-
-    Args:
-        mod: tensor programs whose loop nests are bound with ``sch.bind`` (every
-            computation inside a ``blockIdx`` loop, usually with ``threadIdx`` inside).
-        target: ``"cuda"`` or ``"cuda -arch=sm_XX"``.
-        arch: the chip (``"sm_90"``); default: ``-arch=``, else GPU 0's chip when one is
-            present and supported, else ``sm_90``.
-        opt_level: optimisation level for NVVM and the host JIT (0-3).
-        print_after_all: print the IR after each stage to stderr.
-        extra_stages: stages run before the ABI rewrite (graph builds: the graph stages).
-        state: the :class:`~.pipeline.Compilation` those stages record into.
-
-    Raises:
-        BuildError: unknown option or chip, an unbound computation, an unsupported
-            construct (named in the message), or a failing stage (``LoweringError``).
-    """
-    if not 0 <= opt_level <= 3:
-        raise BuildError(f"opt_level must be 0..3, got {opt_level}")
-    if arch is None and "-arch=" not in target and device_arch() in ARCH_PTX_FEATURES:
-        arch = device_arch()
-    cuda = parse_cuda_target(target, arch=arch)
-    work = mod.clone()
-    source = work.script()
-    module = work.mlir_module
-    snapshots: dict[str, str] = {}
-    state = Compilation() if state is None else state
-    stages = [*(extra_stages or []), Stage("inline", "inline"), Stage("memref-abi", state.memref_abi),
-              *cuda_stages(cuda, state.signatures, opt_level=opt_level)]  # signatures: filled by memref-abi
-
-    def snapshot(stage: Stage, done: Module) -> None:
-        if stage.name in _SNAPSHOTS.values():
-            snapshots[stage.name] = str(done.mlir_module)
-
-    with mlc_context():
-        module = run_stages(work, stages, print_after_all=print_after_all, after_stage=snapshot).mlir_module
-    signatures = state.signatures
-    source = state.source or source
-    unavailable = _unavailable_reason(cuda)
-    engine, runtime = None, KernelRuntime(0)
-    if unavailable is None:
-        engine = jit_host(module, opt_level=opt_level, shared_libs=[mlir_lib("libmlir_c_runner_utils.so")])
-        for name, callback in runtime.callbacks.items():
-            engine.raw_register_runtime(name, ctypes.cast(callback, ctypes.c_void_p))
-        engine.initialize()  # loads the kernels (mgpuModuleLoad)
-        runtime.check()
-    else:
-        log.info("cuda module compiled only, not loaded: %s", unavailable)
-    return CudaModule(engine=engine, signatures=signatures, lowered=module, source=source, cuda=cuda,
-                      snapshots=snapshots, unavailable=unavailable, runtime=runtime)

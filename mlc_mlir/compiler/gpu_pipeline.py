@@ -46,7 +46,7 @@ from .abi import FuncSignature, public_functions
 from .gpu_mapping import (drop_self_copies, find_kernels, map_kernels, merge_bound_loops, place_kernel_buffers,
                           trip_counts)
 from .gpu_shared import drop_host_shared_globals, promote_shared_copies
-from .pipeline import Stage, cpu_stages
+from .pipeline import BUFFERIZE, LOOPS, PARTIAL_WRITES, SIMPLIFY, VECTORS, ModuleStage, PassStage, Stage
 
 __all__ = ["CudaTarget", "ARCH_PTX_FEATURES", "parse_cuda_target", "cuda_toolkit", "cuda_stages",
            "map_to_gpu", "device_buffers"]
@@ -218,38 +218,31 @@ def contract_kernel_math(module: ir.Module) -> None:
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
 
 
-def _cpu_stage(name: str) -> Stage:
-    stages = {s.name: s for s in cpu_stages(parallel=False)}
-    if name not in stages:
-        raise BuildError(f"internal: the CPU pipeline has no stage {name!r} to reuse")
-    return stages[name]
-
-
 def cuda_stages(target: CudaTarget, signatures: Mapping[str, FuncSignature], *,
                 opt_level: int = 3) -> list[Stage]:
     """The stages from tensor programs (after the ABI rewrite) to the LLVM dialect + binary."""
     if target.format not in FORMATS:
         raise BuildError(f"unknown binary format {target.format!r}; use one of {FORMATS}")
     return [
-        _cpu_stage("partial-writes"),
-        _cpu_stage("bufferize"),
-        _cpu_stage("simplify"),
-        Stage("map-to-gpu", map_to_gpu),
-        Stage("device-memory", lambda module: device_buffers(module, signatures)),
-        _cpu_stage("loops"),
-        _cpu_stage("vectors"),
-        Stage("fp-contract", contract_kernel_math),
-        Stage("outline", "canonicalize,cse,gpu-launch-sink-index-computations,gpu-kernel-outlining,"
+        PARTIAL_WRITES,
+        BUFFERIZE,
+        SIMPLIFY,
+        ModuleStage("map-to-gpu", map_to_gpu),
+        ModuleStage("device-memory", lambda module: device_buffers(module, signatures)),
+        LOOPS,
+        VECTORS,
+        ModuleStage("fp-contract", contract_kernel_math),
+        PassStage("outline", "canonicalize,cse,gpu-launch-sink-index-computations,gpu-kernel-outlining,"
                          "func.func(gpu-async-region)"),
-        Stage("drop-host-shared", drop_host_shared_globals),
-        Stage("common", ",".join([
+        ModuleStage("drop-host-shared", drop_host_shared_globals),
+        PassStage("common", ",".join([
             "convert-nvgpu-to-nvvm", "convert-vector-to-scf", "convert-scf-to-cf", "convert-nvvm-to-llvm",
             "convert-func-to-llvm", "expand-strided-metadata",
             f"nvvm-attach-target{{chip={target.arch} features={target.features} O={opt_level}}}",
             "lower-affine", "convert-arith-to-llvm", "convert-index-to-llvm", "canonicalize", "cse"])),
-        Stage("device", "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,canonicalize,cse,"
+        PassStage("device", "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,canonicalize,cse,"
                         "reconcile-unrealized-casts)"),
-        Stage("host", "gpu-to-llvm"),
-        Stage("binary", f"gpu-module-to-binary{{{target.binary_options()}}}"),
-        Stage("finalize", "convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts"),
+        PassStage("host", "gpu-to-llvm"),
+        PassStage("binary", f"gpu-module-to-binary{{{target.binary_options()}}}"),
+        PassStage("finalize", "convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts"),
     ]

@@ -8,7 +8,7 @@ from ..ir import Module
 from ..passes import register_pass
 from .abi import to_memref_abi
 from .partial_writes import guard_partial_writes
-from .pipeline import Compilation, codegen_stages, run_stages
+from .driver import lower
 from .unroll_jam import unroll_and_jam
 from .vector_opt import optimize_vectors
 
@@ -23,12 +23,11 @@ def memref_abi(mod: Module) -> Module:
     return mod
 
 
-@register_pass("lower-to-llvm", "the stages of mlc.build: inline, memref ABI, the CPU pipeline down to "
-                                "the LLVM dialect, fast entries")
+@register_pass("lower-to-llvm", "the stages of mlc.build (and of mlc.graph.build for graph functions): "
+                                "inline, memref ABI, the CPU pipeline down to the LLVM dialect, fast entries")
 def lower_to_llvm(mod: Module) -> Module:
-    """Run exactly the stages of ``mlc.build`` (:func:`codegen_stages`), without the JIT."""
-    with mlc_context():
-        return run_stages(mod, codegen_stages(Compilation()))
+    """Run exactly the stages of ``mlc.build`` (the driver's stage list for the host CPU), without the JIT."""
+    return lower(mod, "llvm")
 
 
 @register_pass("vector-opt", "the build's vector-opt stage on bufferized code: accumulators hoisted, "

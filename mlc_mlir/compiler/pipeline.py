@@ -1,12 +1,12 @@
-"""The pipeline: one :class:`Stage` type, one runner, one list of named stages.
+"""The pipeline's pieces: three kinds of stage, one runner, the shared state, the CPU stages.
 
-:func:`build_stages` is the whole path from graph functions to the LLVM dialect, read top
-to bottom: the graph stages of ``mlc.graph.build`` (:mod:`mlc_mlir.graph.vm.pipeline`), then
-:func:`codegen_stages` (inline, the memref ABI rewrite, :func:`cpu_stages`, the fast
-entries), which is all that ``mlc.build`` runs on tensor programs and what
-``mlc-opt --mlc-lower-to-llvm`` runs. Each stage is an upstream pass pipeline (text) or a
-Python function; ``print_after_all=True`` dumps are labelled with the stage names.
-:class:`Compilation` carries what stages record for later ones (signatures, parallelism).
+A stage is a :class:`PassStage` (upstream pass-pipeline text), a :class:`ModuleStage` (a
+Python rewrite of the MLIR module) or a :class:`GraphStage` (a graph pass on an
+``mlc.Module``); :func:`run_stages` runs a list of them, and ``print_after_all=True``
+dumps are labelled with their names. :class:`Compilation` is the state they share.
+:func:`codegen_stages` is the CPU target's list (inline, the memref ABI rewrite,
+:func:`cpu_stages`, the fast entries); the driver (:mod:`.driver`) puts the graph
+layer's stages before a target's when the module holds graph functions.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import functools
 import logging
 import platform
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from mlir import ir
@@ -27,7 +27,6 @@ from ..errors import BuildError, LoweringError
 from ..irutil import diagnostics_text, has_op
 from ..log import print_ir
 from ..target import Target
-from ..views import graph_view
 from .abi import FuncSignature
 from .alloc_check import check_allocations
 from .codegen_flags import check_fastmath, set_fastmath, set_noalias, set_target_attrs
@@ -36,28 +35,42 @@ from .partial_writes import guard_partial_writes
 from .unroll_jam import unroll_and_jam
 from .vector_opt import optimize_vectors
 
-__all__ = ["Stage", "Compilation", "cpu_stages", "codegen_stages", "build_stages", "run_stage",
-           "run_stages", "run_pipeline", "uses_parallel_loops"]
+__all__ = ["Stage", "PassStage", "ModuleStage", "GraphStage", "Compilation", "cpu_stages", "codegen_stages",
+           "run_stage", "run_stages", "run_pipeline", "uses_parallel_loops", "INLINE", "PARTIAL_WRITES",
+           "BUFFERIZE", "SIMPLIFY", "LOOPS", "VECTORS"]
 
 log = logging.getLogger(__name__)
 
-BUFFERIZE = ("one-shot-bufferize{bufferize-function-boundaries=1 "
-             "function-boundary-type-conversion=identity-layout-map}")
+_BUFFERIZE = ("one-shot-bufferize{bufferize-function-boundaries=1 "
+              "function-boundary-type-conversion=identity-layout-map}")
 
 
 @dataclass(frozen=True)
-class Stage:
-    """A named step of a pipeline (the one stage type of the project).
-
-    ``passes`` is upstream pass-pipeline text, or a Python function: with ``graph=False``
-    ``fn(ir.Module)`` rewriting the MLIR module in place; with ``graph=True``
-    ``fn(mlc.Module) -> mlc.Module | None`` (graph passes, which may return a new module).
-    """
+class PassStage:
+    """Upstream passes: ``pipeline`` is pass-pipeline text, run nested under ``builtin.module``."""
 
     name: str
-    passes: str | Callable[..., object]
-    graph: bool = False
+    pipeline: str
 
+
+@dataclass(frozen=True)
+class ModuleStage:
+    """A Python rewrite of the MLIR module: ``fn(ir.Module)`` changes it in place."""
+
+    name: str
+    fn: Callable[[ir.Module], object]
+
+
+@dataclass(frozen=True)
+class GraphStage:
+    """A graph pass: ``fn(mlc.Module)`` returns a new module, or None after changing it in place."""
+
+    name: str
+    fn: Callable[[Any], Any]
+
+
+#: a named step of a pipeline: one of the three kinds
+Stage = PassStage | ModuleStage | GraphStage
 
 def uses_parallel_loops(module: ir.Module) -> bool:
     """Whether the module has ``scf.forall`` / ``scf.parallel`` loops (threads needed)."""
@@ -79,43 +92,47 @@ def _to_llvm_text(parallel: bool) -> str:
         ["reconcile-unrealized-casts"])
 
 
-def cpu_stages(*, parallel: bool, signatures: Mapping[str, FuncSignature] | None = None,
-               fastmath: str = "contract", target: Target | str | None = None) -> list[Stage]:
+# Stages the CPU and CUDA pipelines share.
+INLINE = PassStage("inline", "inline")
+#: partial vector writes that upstream's bufferization takes for whole ones (partial_writes.py)
+PARTIAL_WRITES = ModuleStage("partial-writes", guard_partial_writes)
+BUFFERIZE = PassStage("bufferize", "eliminate-empty-tensors," + _BUFFERIZE)
+SIMPLIFY = PassStage("simplify", "canonicalize,cse")
+LOOPS = PassStage("loops", "convert-linalg-to-loops,fold-memref-alias-ops,lower-affine")
+VECTORS = PassStage("vectors", "func.func(lower-vector-multi-reduction),convert-vector-to-scf")
+
+
+def cpu_stages(state: Compilation) -> list[Stage]:
     """The stages from tensor programs (after the ABI rewrite) to the LLVM dialect.
 
-    Args:
-        parallel: the module has parallel loops (lowered to OpenMP).
-        signatures: the public functions' memref signatures (from the ABI rewrite):
-            their memref arguments get ``noalias`` after ``to-llvm`` (see codegen_flags.py).
-            The mapping may still be empty here and filled by the ``memref-abi`` stage.
-        fastmath: ``#arith.fastmath`` flags put on float arith ops before ``to-llvm``.
-        target: the CPU target; ``-mcpu`` / ``-mattr`` become function attributes.
+    ``state`` carries what they need: the target (``-mcpu`` / ``-mattr`` become function
+    attributes), the ``#arith.fastmath`` flags, and what earlier stages record (the public
+    functions' memref signatures, whose arguments get ``noalias``; whether there are
+    parallel loops, lowered to OpenMP).
     """
-    target = Target.of(target)
-    stages = [
-        Stage("check-input", reject_unsupported),  # BuildError instead of an abort (guards.py)
-        # partial vector writes that upstream's bufferization takes for whole ones (partial_writes.py)
-        Stage("partial-writes", guard_partial_writes),
-        Stage("bufferize", "eliminate-empty-tensors," + BUFFERIZE),
-        Stage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
-        Stage("simplify", "canonicalize,cse"),
+    target, fastmath = Target.of(state.target), check_fastmath(state.fastmath)
+    stages: list[Stage] = [
+        ModuleStage("check-input", reject_unsupported),  # BuildError instead of an abort (guards.py)
+        PARTIAL_WRITES,
+        BUFFERIZE,
+        PassStage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
+        SIMPLIFY,
         # small accumulators of reduction loops: a parallel loop around unrolled and jammed (unroll_jam.py)
-        Stage("unroll-jam", functools.partial(unroll_and_jam, target=target, fastmath=check_fastmath(fastmath))),
+        ModuleStage("unroll-jam", functools.partial(unroll_and_jam, target=target, fastmath=fastmath)),
         # accumulators hoisted into registers, contractions -> broadcast + FMA (vector_opt.py)
-        Stage("vector-opt", optimize_vectors),
-        Stage("threads", _threads_text(parallel)),
-        Stage("loops", "convert-linalg-to-loops,fold-memref-alias-ops,lower-affine"),
-        Stage("vectors", "func.func(lower-vector-multi-reduction),convert-vector-to-scf"),
-        Stage("control-flow", "convert-scf-to-cf,expand-strided-metadata,lower-affine"),
-        Stage("math", "math-expand-ops,convert-math-to-llvm,convert-math-to-libm"),
-        Stage("fastmath", functools.partial(set_fastmath, fastmath=check_fastmath(fastmath))),
-        Stage("to-llvm", _to_llvm_text(parallel)),
-        Stage("checked-alloc", check_allocations),  # a failed malloc raises (alloc_check.py)
+        ModuleStage("vector-opt", optimize_vectors),
+        ModuleStage("threads", state.threads),
+        LOOPS,
+        VECTORS,
+        PassStage("control-flow", "convert-scf-to-cf,expand-strided-metadata,lower-affine"),
+        PassStage("math", "math-expand-ops,convert-math-to-llvm,convert-math-to-libm"),
+        ModuleStage("fastmath", functools.partial(set_fastmath, fastmath=fastmath)),
+        ModuleStage("to-llvm", state.to_llvm),
+        ModuleStage("checked-alloc", check_allocations),  # a failed malloc raises (alloc_check.py)
+        ModuleStage("noalias", functools.partial(set_noalias, signatures=state.signatures)),
     ]
-    if signatures is not None:
-        stages.append(Stage("noalias", functools.partial(set_noalias, signatures=signatures)))
     if target.llvm_function_attrs()[0] is not None:
-        stages.append(Stage("target", functools.partial(set_target_attrs, target=target)))
+        stages.append(ModuleStage("target", functools.partial(set_target_attrs, target=target)))
     return stages
 
 
@@ -134,15 +151,17 @@ def run_pipeline(module: ir.Module, passes: str, *, stage: str = "pipeline") -> 
 
 def run_stage(mod: Any, stage: Stage) -> Any:
     """Run one stage on ``mod`` (an ``mlc.Module``); return the module (graph stages may replace it)."""
-    if stage.graph:
+    if isinstance(stage, GraphStage):
         with mlc_context():
-            out = stage.passes(mod)
+            out = stage.fn(mod)
         return mod if out is None else out
-    if isinstance(stage.passes, str):
-        run_pipeline(mod.mlir_module, stage.passes, stage=stage.name)
-    else:
+    if isinstance(stage, PassStage):
+        run_pipeline(mod.mlir_module, stage.pipeline, stage=stage.name)
+    elif isinstance(stage, ModuleStage):
         with mlc_context():
-            stage.passes(mod.mlir_module)
+            stage.fn(mod.mlir_module)
+    else:
+        raise LoweringError(f"internal: {stage!r} is not a pipeline stage")
     return mod
 
 
@@ -159,40 +178,41 @@ def run_stages(module: Any, stages: Sequence[Stage], *, print_after_all: bool = 
     raw = isinstance(module, ir.Module)
     mod = Module(module) if raw else module
     for stage in stages:
-        if raw and stage.graph:
+        if raw and isinstance(stage, GraphStage):
             raise LoweringError(f"stage {stage.name!r} is a graph stage: run it on an mlc.Module")
         start = time.perf_counter()
         mod = run_stage(mod, stage)
         log.debug("stage %s done in %.1f ms", stage.name, 1e3 * (time.perf_counter() - start))
         if print_after_all:
-            print_ir(stage.name, mod.script() if stage.graph else str(mod.mlir_module))
+            print_ir(stage.name, mod.script() if isinstance(stage, GraphStage) else str(mod.mlir_module))
         if after_stage is not None:
             after_stage(stage, mod)
     return mod.mlir_module if raw else mod
 
 
+@dataclass
 class Compilation:
-    """What the stages of one build record for the next ones and for the runtime.
+    """What the stages of one build record for the next ones and for the loader: the one
+    state a pipeline's stages share.
 
-    ``signatures`` (filled in place by ``memref-abi``), ``parallel`` (``threads``),
+    Set by the driver: ``target``, ``fastmath``. Filled by stages: ``signatures``
+    (``memref-abi``), ``parallel`` (``memref-abi``: the module has parallel loops),
     ``plans`` (``fast-entries``); graph builds add ``graph_signatures``, ``env_calls``,
-    ``optimized``, ``extent_checks`` (``lower-graph``) and ``source`` (the module the
-    code generation starts from).
+    ``optimized``, ``extent_checks``, ``input_functions`` (``lower-graph``) and ``source``
+    (the module the code generation starts from).
     """
 
-    def __init__(self) -> None:
-        self.signatures: dict[str, Any] = {}
-        self.parallel = False
-        self.plans: dict[str, Any] = {}
-        self.graph_signatures: dict[str, Any] = {}
-        self.env_calls: list[Any] = []
-        self.optimized: Any = None
-        self.extent_checks: dict[str, Any] = {}
-        self.source: str | None = None
-        self.input_functions: list[str] = []
-        #: codegen options of the CPU stages (``mlc.build(fastmath=..., target=...)``)
-        self.fastmath = "contract"
-        self.target: Any = None
+    target: Target | None = None
+    fastmath: str = "contract"
+    signatures: dict[str, FuncSignature] = field(default_factory=dict)
+    parallel: bool = False
+    plans: dict[str, Any] = field(default_factory=dict)
+    graph_signatures: dict[str, Any] = field(default_factory=dict)
+    env_calls: list[Any] = field(default_factory=list)
+    optimized: Any = None
+    extent_checks: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None
+    input_functions: list[str] = field(default_factory=list)
 
     def memref_abi(self, module: ir.Module) -> None:
         """The ABI rewrite (:func:`.abi.to_memref_abi`) as a stage: records the signatures."""
@@ -219,27 +239,11 @@ class Compilation:
 
 
 def codegen_stages(state: Compilation) -> list[Stage]:
-    """Tensor programs -> LLVM dialect: what ``mlc.build`` and ``--mlc-lower-to-llvm`` run.
+    """Tensor programs -> LLVM dialect: the CPU target's stages (``mlc.build``, the code
+    generation of ``mlc.graph.build``, ``--mlc-lower-to-llvm``).
 
     Calls between functions are inlined first: the memref ABI changes public signatures,
     and calls returning memrefs trip the deallocation pipeline.
     """
-    lazy = {"threads": state.threads, "to-llvm": state.to_llvm}
-    return [Stage("inline", "inline"), Stage("memref-abi", state.memref_abi),
-            *[Stage(s.name, lazy[s.name]) if s.name in lazy else s
-              for s in cpu_stages(parallel=False, signatures=state.signatures, fastmath=state.fastmath,
-                                  target=state.target)],
-            Stage("fast-entries", state.fast_entries)]
-
-
-def build_stages(state: Compilation, *, graph: bool = False, opt_level: int = 2,
-                 op_map: dict | None = None, target: Any = "llvm") -> list[Stage]:
-    """The whole path to the LLVM dialect as one list: graph stages (when ``graph``) + codegen.
-
-    The graph part (``mlc.graph.build``) is :func:`mlc_mlir.graph.vm.pipeline.graph_stages`
-    (verify, optimize at graph ``opt_level``, legalize, lower the graph functions).
-    """
-    stages: list[Stage] = []
-    if graph:  # the graph layer's stages, through the view it registers (mlc_mlir.views)
-        stages += graph_view().stages(state, opt_level=opt_level, op_map=op_map, target=target)
-    return stages + codegen_stages(state)
+    return [INLINE, ModuleStage("memref-abi", state.memref_abi), *cpu_stages(state),
+            ModuleStage("fast-entries", state.fast_entries)]

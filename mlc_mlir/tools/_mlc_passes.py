@@ -11,7 +11,7 @@ PASSES = {
     'inline-graph-calls': 'inline the calls of graph functions (primitive functions)',
     'legalize-ops': 'replace graph ops by call_tir of te-built tensor programs',
     'lower-graph': 'lower graph functions to destination-passing functions of calls',
-    'lower-to-llvm': 'the stages of mlc.build: inline, memref ABI, the CPU pipeline down to the LLVM dialect, fast entries',
+    'lower-to-llvm': 'the stages of mlc.build (and of mlc.graph.build for graph functions): inline, memref ABI, the CPU pipeline down to the LLVM dialect, fast entries',
     'memref-abi': 'rewrite public tensor programs to the memref calling convention',
     'optimize-graph': 'the default graph optimization pipeline (ewise_fma, FuseOps, LegalizeOps, FuseTIR)',
     'partial-writes': "the build's partial-writes stage: vector writes of part of a tensor that upstream bufferization would take for whole ones keep their destination",

@@ -289,17 +289,17 @@ class Driver:
         if st.kind == "pipeline":
             self.managers[id(st)].run(module.operation)
             return module
-        from ..compiler.pipeline import Stage, run_stage
+        from ..compiler.pipeline import GraphStage, run_stage
         from ..ir import Module
 
         if st.kind == "mlc":
             from ..passes import get_pass
 
-            stage = Stage(st.label, get_pass(st.text).run, graph=True)
+            stage = GraphStage(st.label, get_pass(st.text).run)
         else:
             from ..schedule import apply_transform_script
 
-            stage = Stage(st.label, lambda m: apply_transform_script(m, self.scripts[st.text]), graph=True)
+            stage = GraphStage(st.label, lambda m: apply_transform_script(m, self.scripts[st.text]))
         return run_stage(Module(module), stage).mlir_module  # the pipeline's runner (compiler/pipeline.py)
 
     def _print(self, module: ir.Module, out: TextIO) -> None:

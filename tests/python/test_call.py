@@ -402,7 +402,7 @@ def test_rank3_symbolic_strides(rng):
 
 
 def test_after_call_hook_runs_once_per_call_and_may_raise(rng):
-    from mlc_mlir.compiler import compile_module
+    from mlc_mlir.compiler import compile
 
     calls = []
 
@@ -411,7 +411,7 @@ def test_after_call_hook_runs_once_per_call_and_may_raise(rng):
         if len(calls) == 3:
             raise mlc.RuntimeError_("hook failed on call 3")
 
-    f = compile_module(add_kernel("n", "addn"), after_call=hook)["addn"]
+    f = compile(add_kernel("n", "addn"), after_call=hook).runtime["addn"]
     assert type(type(f).__call__).__name__ == "builtin_function_or_method"
     a, b = inputs(rng)
     c = np.zeros(10, np.float32)

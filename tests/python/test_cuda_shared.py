@@ -167,7 +167,8 @@ def _emulated_build(mod: mlc.Module):
     region relaxation, the fetch indexing (vector chunks included) and the per-thread views."""
     from mlir.execution_engine import ExecutionEngine
 
-    from mlc_mlir.compiler import Stage, cpu_stages, run_pipeline, run_stages
+    from mlc_mlir.compiler import Compilation, ModuleStage, run_stages
+    from mlc_mlir.compiler.pipeline import cpu_stages, run_pipeline
     from mlc_mlir.compiler.abi import to_memref_abi
     from mlc_mlir.compiler.executable import RuntimeModule
     from mlc_mlir.compiler.gpu_mapping import trip_counts
@@ -179,10 +180,10 @@ def _emulated_build(mod: mlc.Module):
     module = work.mlir_module
     rewritten = []
     stages = []
-    for stage in cpu_stages(parallel=False):
+    for stage in cpu_stages(Compilation()):
         stages.append(stage)
         if stage.name == "simplify":
-            stages.append(Stage("emulate-shared", lambda m: rewritten.append(emulate_shared_copies(m, trip_counts))))
+            stages.append(ModuleStage("emulate-shared", lambda m: rewritten.append(emulate_shared_copies(m, trip_counts))))
     with mlc_context():
         run_pipeline(module, "inline", stage="inline")
         signatures = to_memref_abi(module)

@@ -167,7 +167,7 @@ def test_one_module_pass_type_and_one_registry():
     stages = opt.optimization_stages(2)
     assert [s.name for s in stages] == ["rewrite-ewise-fma", "remove-unused", "fold-constant", "fuse-ops",
                                        "legalize-ops", "fuse-tir"]
-    assert all(s.passes == registered[s.name].run for s in stages)
+    assert all(s.fn == registered[s.name].run for s in stages)
     with pytest.raises(mlc.MlcError, match="bad options"):
         passes.get_pass("fuse-ops", op_map={})
     with pytest.raises(mlc.MlcError, match="unknown pass --mlc-nope"):

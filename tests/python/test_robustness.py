@@ -97,16 +97,34 @@ mlc.build(mod)
 """, "BuildError", "@ext", "declaration")
 
 
-def test_graph_module_to_build_names_graph_build():
+def test_graph_module_with_environment_functions_to_build_names_graph_build():
+    """mlc.build lowers graph functions too (one driver), but only mlc.graph.build connects
+    environment functions (Python) to the compiled code."""
     expect_error("""
+@mlc.register_func("env.twice", override=True)
+def twice(x, out):
+    out[:] = 2 * x
 bb = mlc.graph.BlockBuilder()
 x = mlc.graph.Var("x", (4,), "float32")
 with bb.function("main", [x]):
     with bb.dataflow():
-        o = bb.emit_output(bb.emit(mlc.graph.op.relu(x)))
+        o = bb.emit_output(bb.emit(mlc.graph.op.call_dps_packed("env.twice", [x], (4,), "float32")))
     bb.emit_func_output(o)
 mlc.build(bb.get())
-""", "BuildError", "mlc.graph.build")
+""", "BuildError", "env.twice", "mlc.graph.build")
+
+
+def test_graph_module_through_build_runs_destination_passing():
+    bb = mlc.graph.BlockBuilder()
+    x = mlc.graph.Var("x", (4,), "float32")
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            o = bb.emit_output(bb.emit(mlc.graph.op.relu(x)))
+        bb.emit_func_output(o)
+    a = np.array([-1, 2, -3, 4], np.float32)
+    out = np.zeros(4, np.float32)
+    mlc.build(bb.get())["main"](a, out)
+    np.testing.assert_array_equal(out, np.maximum(a, 0))
 
 
 DEEP = {

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 
-from ...compiler.pipeline import Stage, run_stages
+from ...compiler.pipeline import GraphStage, Stage, run_stages
 from ...errors import GraphError
 from ...ir import Module
 from ...passes import get_pass
@@ -46,7 +46,7 @@ def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None =
         names += ["fold-constant", "fuse-ops", "legalize-ops", "fuse-tir"]
     options = {"legalize-ops": {"op_map": op_map}} if op_map else {}
     # the passes of the one registry (what mlc-opt --mlc-NAME runs), in place on the build's copy
-    return [Stage(n, get_pass(n, **options.get(n, {})).run, graph=True) for n in names]
+    return [GraphStage(n, get_pass(n, **options.get(n, {})).run) for n in names]
 
 
 def optimize(mod: Module, *, opt_level: int = 2, op_map: dict[str, LegalizeRule] | None = None,

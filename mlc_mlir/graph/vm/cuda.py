@@ -4,7 +4,7 @@ The graph is optimized, legalized and fused exactly as for the CPU; then every t
 program is bound to the GPU by the default rules (:mod:`mlc_mlir.schedule.gpu_rules`:
 one kernel per block, spatial loops on ``blockIdx``/``threadIdx``, reductions serial per
 thread), the graph functions are lowered to calls and the whole module is built with
-:func:`mlc_mlir.compiler.cuda.build_cuda` (tensor programs inlined into the graph function:
+:func:`mlc_mlir.compiler.compile` (tensor programs inlined into the graph function:
 one host function that launches one kernel per block; intermediates in device memory).
 
 The virtual machine takes CUDA arrays (or ``torch.cuda`` tensors) and returns CUDA
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ...compiler.cuda import build_cuda
+from ...compiler import compile
 from ...errors import ArgumentError
 from ...ir import Module
 from ...runtime import Device
@@ -36,15 +36,10 @@ def build_graph_cuda(mod: Module, target: str, *, opt_level: int = 2, op_map: di
     """
     from .vm_build import Executable, _CallbackErrors
 
-    from ...compiler.pipeline import Compilation
-    from .pipeline import graph_stages
-
-    state = Compilation()
-    stages = graph_stages(state, opt_level=opt_level, op_map=op_map, gpu_target=str(target))
-    rt = build_cuda(mod, str(target), opt_level=llvm_opt_level, print_after_all=print_after_all,
-                    extra_stages=stages, state=state)
-    signatures, optimized = state.graph_signatures, state.optimized
-    return Executable(rt, signatures, [], _CallbackErrors(), mod, optimized)
+    built = compile(mod, str(target), opt_level=llvm_opt_level, graph_opt_level=opt_level, op_map=op_map,
+                    print_after_all=print_after_all)
+    state = built.state
+    return Executable(built.runtime, state.graph_signatures, [], _CallbackErrors(), mod, state.optimized)
 
 
 class CudaGraphFunction:

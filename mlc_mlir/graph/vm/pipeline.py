@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...compiler.pipeline import Compilation, Stage
+from ...compiler.pipeline import Compilation, GraphStage, ModuleStage, PassStage, Stage
 from ...errors import GraphError
 from ...ir import Module
 from ..ir.analysis import clone_module
@@ -96,13 +96,13 @@ def graph_stages(state: Compilation, *, opt_level: int = 2, op_map: dict | None 
 
     return [
         # call_dps_packed("linear0", ...) of a tensor program of the module -> call_tir
-        Stage("resolve-packed-calls", resolve_packed_calls, graph=True),
-        Stage("verify-graph", _verify(state), graph=True),
+        GraphStage("resolve-packed-calls", resolve_packed_calls),
+        GraphStage("verify-graph", _verify(state)),
         *optimization_stages(opt_level, op_map),
-        Stage("inline-graph-calls", inline_graph_calls),
-        Stage("legalize", _legalize(op_map), graph=True),
-        (Stage("gpu-schedule", _gpu_schedule, graph=True) if gpu_target is not None
-         else Stage("default-schedule", _default_schedule(target, opt_level), graph=True)),
-        Stage("lower-graph", _lower(state, gpu_target), graph=True),
-        Stage("graph-inline", "inline,symbol-dce"),
+        ModuleStage("inline-graph-calls", inline_graph_calls),
+        GraphStage("legalize", _legalize(op_map)),
+        (GraphStage("gpu-schedule", _gpu_schedule) if gpu_target is not None
+         else GraphStage("default-schedule", _default_schedule(target, opt_level))),
+        GraphStage("lower-graph", _lower(state, gpu_target)),
+        PassStage("graph-inline", "inline,symbol-dce"),
     ]

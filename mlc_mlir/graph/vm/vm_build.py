@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
-from ...compiler import RuntimeModule, compile_module, host_target
-from ...compiler.pipeline import Compilation, build_stages
+from ...compiler import Compilation, RuntimeModule, compile
 from ...errors import GraphError, RuntimeError_
 from ...ir import Module
 from ...runtime import get_func
@@ -128,24 +127,25 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
     """
     if not isinstance(mod, Module):
         raise GraphError(f"graph.build expects an mlc.Module, got {type(mod).__name__}")
-    if str(target).split()[0] == "cuda":
+    kind = str(target).split()[0] if str(target).strip() else ""
+    if kind not in ("llvm", "cpu", "cuda"):
+        raise GraphError(f"graph.build: unsupported target {target!r}; supported: 'llvm', 'cuda'")
+    if not graph_functions(mod.mlir_module):
+        raise GraphError("graph.build: the module has no graph function (build tensor programs with mlc.build)")
+    if kind == "cuda":
         from .cuda import build_graph_cuda
 
         return build_graph_cuda(mod, target, opt_level=opt_level, op_map=op_map, llvm_opt_level=llvm_opt_level,
                                 print_after_all=print_after_all)
-    if str(target).split()[0] not in ("llvm", "cpu"):
-        raise GraphError(f"graph.build: unsupported target {target!r}; supported: 'llvm'")
-    state = Compilation()
-    state.target = host_target(target)  # BuildError for a target this machine cannot run
-    stages = build_stages(state, graph=True, opt_level=opt_level, op_map=op_map, target=target)
     errors = _CallbackErrors()
 
-    def callbacks() -> dict[str, Any]:  # environment functions are known once lowered
+    def callbacks(state: Compilation) -> dict[str, Any]:  # environment functions are known once lowered
         return {c.symbol: _make_callback(c, errors) for c in state.env_calls}
 
-    rt = compile_module(mod, opt_level=llvm_opt_level, print_after_all=print_after_all, target=target,
-                        stages=stages, state=state, callbacks=callbacks, after_call=errors.reraise)
-    return Executable(rt, state.graph_signatures, state.env_calls, errors, mod, state.optimized,
+    built = compile(mod, target, opt_level=llvm_opt_level, graph_opt_level=opt_level, op_map=op_map,
+                    print_after_all=print_after_all, callbacks=callbacks, after_call=errors.reraise)
+    state = built.state
+    return Executable(built.runtime, state.graph_signatures, state.env_calls, errors, mod, state.optimized,
                       state.extent_checks)
 
 
