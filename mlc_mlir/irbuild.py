@@ -45,7 +45,7 @@ from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import interpreter, structured
 
-from .irutil import diagnostic_lines, diagnostics_text, sym_name
+from .irutil import diagnostic_lines, diagnostics_text, symbol_ops
 
 __all__ = ["ENTRY_POINT", "apply_transform", "foreach", "match", "transform_script"]
 
@@ -97,10 +97,7 @@ def foreach(handle: ir.Value, body: Callable[[ir.Value], object]) -> None:
 
 
 def _entry(script: ir.Module) -> ir.Operation | None:
-    for op in script.body.operations:
-        if op.operation.name == "transform.named_sequence" and sym_name(op) == ENTRY_POINT:
-            return op.operation
-    return None
+    return symbol_ops(script, "transform.named_sequence").get(ENTRY_POINT)
 
 
 def apply_transform(payload: ir.Module | ir.Operation, script: ir.Module, *,

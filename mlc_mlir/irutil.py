@@ -1,11 +1,12 @@
 """The IR-helper layer: the plumbing every layer shares, written once.
 
-- function lookup: :func:`sym_name`, :func:`func_ops`, :func:`find_func`;
+- symbol lookup: :func:`sym_name`, :func:`symbol_ops` (a module's functions by name), :func:`func_ops`,
+  :func:`find_func`;
 - op walking: :func:`walk_ops`, :func:`has_op`;
 - attribute conversion: :func:`to_attr` (Python values -> MLIR attributes);
-- diagnostics text: :func:`diagnostic_lines`, :func:`diagnostics_text`;
-- argument checking: :func:`check_arity`, :func:`check_array` (compiled functions and
-  graph functions check their arguments with the same messages).
+- diagnostics text: :func:`diagnostic_lines`, :func:`diagnostics_text`.
+
+(The call paths' argument checks live in the runtime: :mod:`mlc_mlir.runtime.checks`.)
 
 Helpers that build IR must be called inside the shared context (``mlc_context()``).
 """
@@ -13,32 +14,54 @@ Helpers that build IR must be called inside the shared context (``mlc_context()`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from mlir import ir
 
-from .errors import ArgumentError
-
-__all__ = ["sym_name", "func_ops", "find_func", "walk_ops", "has_op", "to_attr", "diagnostic_lines",
-           "diagnostics_text", "check_arity", "check_array"]
+__all__ = ["sym_name", "symbol_ops", "func_ops", "find_func", "walk_ops", "has_op", "to_attr", "diagnostic_lines",
+           "diagnostics_text"]
 
 
-# -- function lookup -------------------------------------------------------------------------
+# -- symbol lookup --------------------------------------------------------------------------
 
 def sym_name(op: Any) -> str:
     """The ``sym_name`` of a symbol op (``func.func``, ``memref.global``, a named sequence)."""
     return ir.StringAttr(getattr(op, "operation", op).attributes["sym_name"]).value
 
 
-def func_ops(module: ir.Module) -> list[ir.Operation]:
-    """The top-level ``func.func`` ops of ``module``, in order."""
-    return [op.operation for op in module.body.operations if op.operation.name == "func.func"]
+def symbol_ops(module: ir.Module, op_name: str | None = "func.func", *,
+               defined: bool | None = None) -> dict[str, ir.Operation]:
+    """The top-level symbol ops of ``module`` by name, in order: the lookup of a module's
+    functions (and named sequences, globals...) by name.
+
+    Args:
+        module: the module.
+        op_name: the ops to keep (``"func.func"``, ``"llvm.func"``,
+            ``"transform.named_sequence"``...); None keeps every op with a ``sym_name``.
+        defined: True keeps the definitions only (ops with a body), False the
+            declarations only; None keeps both.
+    """
+    out: dict[str, ir.Operation] = {}
+    for op in module.body.operations:
+        op = op.operation
+        kept = "sym_name" in op.attributes if op_name is None else op.name == op_name
+        if not kept:
+            continue
+        if defined is not None and defined != (len(op.regions) > 0 and len(op.regions[0].blocks) > 0):
+            continue
+        out[sym_name(op)] = op
+    return out
+
+
+def func_ops(module: ir.Module, *, defined: bool | None = None) -> list[ir.Operation]:
+    """The top-level ``func.func`` ops of ``module``, in order (see :func:`symbol_ops`)."""
+    return list(symbol_ops(module, defined=defined).values())
 
 
 def find_func(module: ir.Module, name: str) -> ir.Operation | None:
     """The top-level ``func.func @name`` of ``module``, or None."""
-    return next((op for op in func_ops(module) if sym_name(op) == name), None)
+    return symbol_ops(module).get(name)
 
 
 # -- walking --------------------------------------------------------------------------------
@@ -133,36 +156,3 @@ def _with_source_line(line: str, source: str, source_name: str) -> str:
         return f"{indent}{source_name}:{row}:{col}: {msg}"
     text = rows[row - 1]
     return f"{indent}{source_name}:{row}:{col}: {msg}\n{indent}{text}\n{indent}{' ' * (col - 1)}^"
-
-
-# -- argument checking ----------------------------------------------------------------------
-
-def check_arity(func: str, names: Sequence[str], args: Sequence[Any], noun: str = "arguments") -> None:
-    """:class:`ArgumentError` unless ``len(args) == len(names)`` (``@f takes 2 arguments (a, b), got 3``)."""
-    if len(args) != len(names):
-        raise ArgumentError(f"@{func} takes {len(names)} {noun} ({', '.join(names)}), got {len(args)}")
-
-
-def check_array(where: str, arr: Any, dtype: Any, shape: Sequence[int | None], shape_text: str, *,
-                symbols: Sequence[str | None] | None = None, bound: dict[str, tuple[int, str]] | None = None,
-                owner: str = "") -> None:
-    """Check one NumPy argument against its declared dtype and shape; bind its symbols.
-
-    ``shape`` holds ints (static) or None (any size); ``symbols`` (optional) names the
-    symbol of each dimension, bound in ``bound`` (symbol -> ``(size, owner)``, updated).
-    Raises :class:`ArgumentError` naming ``where``, the expected and the actual value.
-    """
-    if str(arr.dtype) != str(dtype):
-        raise ArgumentError(f"{where}: expected dtype {dtype}, got {arr.dtype}")
-    if arr.ndim != len(shape):
-        raise ArgumentError(f"{where}: expected rank {len(shape)} (shape {shape_text}), got shape {arr.shape}")
-    for d, (want, got) in enumerate(zip(shape, arr.shape)):
-        if want is not None and want != got:
-            raise ArgumentError(f"{where}: expected shape {shape_text}, got {arr.shape} "
-                                f"(dimension {d} is {got}, not {want})")
-        sym = symbols[d] if symbols is not None else None
-        if sym is not None and bound is not None:
-            if sym in bound and bound[sym][0] != got:
-                raise ArgumentError(f"{where}: dimension {d} is {got} but symbol {sym!r} was "
-                                    f"bound to {bound[sym][0]} by {bound[sym][1]}")
-            bound.setdefault(sym, (got, owner))

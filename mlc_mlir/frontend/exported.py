@@ -15,7 +15,8 @@ from typing import Any
 
 from ..errors import GraphError, MlcError
 from ..graph import BlockBuilder, Var, op
-from ..graph.ir.expr import Expr, const, normalize_dtype
+from ..graph.ir.expr import Expr, const
+from ..tensor_types import normalize_dtype
 from . import emit as E
 
 __all__ = ["from_exported_program", "ATEN_MAP"]
@@ -203,7 +204,7 @@ def from_exported_program(exported_program: Any, *, aten_map: dict[str, Rule] | 
                         continue
                     val = node.meta["val"]
                     var = Var(node.name, tuple(int(d) for d in val.shape),
-                              normalize_dtype(str(val.dtype).replace("torch.", "")))
+                              normalize_dtype(str(val.dtype).replace("torch.", ""), allow_bool=True, error=GraphError))
                     inputs.append(var)
                     env[node] = var
                 elif node.op == "call_function":

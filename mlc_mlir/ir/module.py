@@ -14,7 +14,7 @@ from mlir import ir
 
 from ..context import diagnostics_text, mlc_context
 from ..errors import MlcError, ParseError
-from ..irutil import sym_name, to_attr, walk_ops
+from ..irutil import find_func, func_ops, sym_name, symbol_ops, to_attr, walk_ops
 from ..parse_guard import MAX_NESTING, guarded_parse
 from ..views import graph_view
 
@@ -241,14 +241,11 @@ class Module:
     def operation(self) -> ir.Operation:
         return self.mlir_module.operation
 
-    def _func_ops(self) -> list[ir.Operation]:
-        return [op.operation for op in self.mlir_module.body.operations if op.operation.name == "func.func"]
-
     @property
     def functions(self) -> FunctionNames:
         """Names of the module's ``func.func`` operations, in order (``.items()`` gives
         ``(GlobalVar, Function)`` pairs, as the course's ``mod.functions.items()``)."""
-        return FunctionNames(self, [sym_name(op) for op in self._func_ops()])
+        return FunctionNames(self, list(symbol_ops(self.mlir_module)))
 
     def get_global_var(self, name: str) -> GlobalVar:
         """The :class:`GlobalVar` of function ``name`` (course ``mod.get_global_var``)."""
@@ -262,11 +259,11 @@ class Module:
         return name in self.functions
 
     def __getitem__(self, name: str) -> Function:
-        for op in self._func_ops():
-            if sym_name(op) == name:
-                if is_graph_function(op):
-                    return graph_view().function_class(self, op)
-                return Function(self, op)
+        op = find_func(self.mlir_module, name)
+        if op is not None:
+            if is_graph_function(op):
+                return graph_view().function_class(self, op)
+            return Function(self, op)
         raise MlcError(f"module has no function named {name!r}; it has {self.functions}")
 
     def update_func(self, name: str, func: Function | Module) -> None:
@@ -367,4 +364,4 @@ def is_graph_function(fop: ir.Operation) -> bool:
 
 def graph_functions(module: ir.Module) -> list[ir.Operation]:
     """The graph functions of ``module``, in order."""
-    return [op.operation for op in module.body.operations if is_graph_function(op.operation)]
+    return [op for op in func_ops(module) if is_graph_function(op)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ..irutil import sym_name
+from ..irutil import symbol_ops
 from ..context import diagnostics_text, mlc_context
 from ..errors import ScheduleError
 from ..irbuild import ENTRY_POINT, apply_transform
@@ -21,10 +21,9 @@ __all__ = ["apply_transform_script", "run_transform", "ENTRY_POINT"]
 def _entry(tmod: ir.Module) -> ir.Operation:
     if "transform.with_named_sequence" not in tmod.operation.attributes:
         raise ScheduleError("transform script: the module needs the `transform.with_named_sequence` attribute")
-    for op in tmod.body.operations:
-        op = op.operation
-        if op.name == "transform.named_sequence" and sym_name(op) == ENTRY_POINT:
-            return op
+    entry = symbol_ops(tmod, "transform.named_sequence").get(ENTRY_POINT)
+    if entry is not None:
+        return entry
     raise ScheduleError(f"transform script: no `transform.named_sequence @{ENTRY_POINT}` found")
 
 

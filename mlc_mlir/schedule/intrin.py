@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import func
 
-from ..irutil import sym_name, walk_ops
+from ..irutil import symbol_ops, walk_ops
 from ..context import mlc_context
 from ..errors import ScheduleError
 from ..ir import Module
@@ -110,8 +110,7 @@ def apply_tensorize(module: ir.Module) -> None:
     marked = [op for op in walk_ops(module.operation) if "mlc.tensorize" in op.attributes]
     if not marked:
         return
-    existing = {sym_name(op.operation): op.operation
-                for op in module.body.operations if "sym_name" in op.operation.attributes}
+    existing = symbol_ops(module, None)
     for op in marked:
         intrin = TensorIntrin.get(ir.StringAttr(op.attributes["mlc.tensorize"]).value)
         if intrin.impl_func not in existing:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.passmanager import PassManager
 
-from ..irutil import sym_name
+from ..irutil import symbol_ops
 from ..errors import ScheduleError
 
 __all__ = ["BlockInfo", "Source", "read_blocks", "func_names"]
@@ -63,11 +63,7 @@ class BlockInfo:
 
 def func_names(module: ir.Module) -> list[str]:
     """Names of the module's ``func.func`` ops with a body."""
-    names = []
-    for op in module.body.operations:
-        if op.operation.name == "func.func" and len(op.operation.regions[0].blocks):
-            names.append(sym_name(op.operation))
-    return names
+    return list(symbol_ops(module, defined=True))
 
 
 def _linalg_ops(func: ir.Operation) -> list[ir.Operation]:
@@ -146,9 +142,9 @@ def read_blocks(module: ir.Module) -> dict[tuple[str, str], BlockInfo]:
     """
     generic = ir.Module.parse(module.operation.get_asm(print_generic_op_form=True))
     PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(generic.operation)
-    originals = {n: op for n, op in _funcs(module).items()}
+    originals = symbol_ops(module, defined=True)
     blocks: dict[tuple[str, str], BlockInfo] = {}
-    for fname, gfunc in _funcs(generic).items():
+    for fname, gfunc in symbol_ops(generic, defined=True).items():
         ops, gops = _linalg_ops(originals[fname]), _linalg_ops(gfunc)
         if len(ops) != len(gops):
             raise ScheduleError(f"function @{fname}: cannot read its linalg ops")
@@ -163,15 +159,6 @@ def read_blocks(module: ir.Module) -> dict[tuple[str, str], BlockInfo]:
             blocks[(fname, name)] = _describe(name, fname, order, op, gop, arg_names)
             order += 1
     return blocks
-
-
-def _funcs(module: ir.Module) -> dict[str, ir.Operation]:
-    out = {}
-    for op in module.body.operations:
-        op = op.operation
-        if op.name == "func.func" and len(op.regions[0].blocks):
-            out[sym_name(op)] = op
-    return out
 
 
 def _describe(name: str, fname: str, order: int, op: ir.Operation, gop: ir.Operation,

@@ -15,10 +15,10 @@ compute's name; see :func:`create_prim_func` and docs/conventions.md.
 from .compute import (abs, ceil, compute, cos, exp, floor, if_then_else, log, max, min,
                       placeholder, power, reduce_axis, round, rsqrt, sigmoid, sin, sqrt, sum,
                       tanh, var)
-from .dtypes import TENSOR_DTYPES
 from .expr import Expr, IterVar, Var, const
 from .lower import create_prim_func
 from .tensor import Tensor
+from ..tensor_types import TENSOR_DTYPES
 
 __all__ = ["placeholder", "var", "reduce_axis", "compute", "create_prim_func", "sum", "max",
            "min", "const", "if_then_else", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",

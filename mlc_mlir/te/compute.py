@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import TEError
-from .dtypes import is_int, normalize_dtype
+from ..tensor_types import is_int, normalize_dtype
 from .expr import Const, Expr, IterVar, Reduce, Var, as_expr, binary, call, const, select
 from .plan import plan_compute
 from .tensor import ComputeOp, Tensor, normalize_shape
@@ -41,7 +41,7 @@ def placeholder(shape: Sequence[int | str | Var], dtype: str = "float32", name: 
     """
     name = _check_name(name, "a placeholder")
     return Tensor(normalize_shape(shape, what=f"placeholder {name!r}"),
-                  normalize_dtype(dtype, what=f"dtype of placeholder {name!r}"), name)
+                  normalize_dtype(dtype, what=f"dtype of placeholder {name!r}", error=TEError), name)
 
 
 def var(name: str = "v", dtype: str = "int32") -> Var:
@@ -51,7 +51,7 @@ def var(name: str = "v", dtype: str = "int32") -> Var:
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise TEError(f"te.var expects an identifier such as 'n', got {name!r}")
-    if normalize_dtype(dtype, what="dtype of te.var") not in ("int32", "int64"):
+    if normalize_dtype(dtype, what="dtype of te.var", error=TEError) not in ("int32", "int64"):
         raise TEError(f"te.var {name!r}: dtype must be int32 or int64, got {dtype!r}")
     return Var(name, dtype)
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TEError
-from .dtypes import BOOL, INDEX_DTYPE, int_range, is_float, is_int, normalize_dtype, promote
+from ..tensor_types import BOOL, int_range, is_float, is_int, normalize_dtype
+from .dtypes import INDEX_DTYPE, promote
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -76,7 +77,7 @@ class Expr:
 
     def astype(self, dtype: str) -> Expr:
         """This expression converted to ``dtype``."""
-        return cast(self, normalize_dtype(dtype, allow_bool=True))
+        return cast(self, normalize_dtype(dtype, allow_bool=True, error=TEError))
 
     def __repr__(self) -> str:
         return _format(self)
@@ -242,7 +243,7 @@ def const(value: object, dtype: str | None = None) -> Const:
         raise TEError(f"te.const expects a Python number, got {type(value).__name__} {value!r}")
     if dtype is None:
         dtype = BOOL if isinstance(value, bool) else INDEX_DTYPE if isinstance(value, int) else "float32"
-    dtype = normalize_dtype(dtype, allow_bool=True)
+    dtype = normalize_dtype(dtype, allow_bool=True, error=TEError)
     if dtype == BOOL:
         return Const(bool(value), dtype)
     if is_float(dtype):

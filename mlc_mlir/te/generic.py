@@ -20,23 +20,18 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from .dtypes import mlir_type, reduce_identity
+from ..tensor_types import tensor_type
+from .dtypes import reduce_identity
 from .expr import Var, walk
 from .index import to_affine_expr
 from .plan import ComputePlan, Operand
 from .scalar import ScalarEmitter, combine, constant
 from .tensor import Dim
 
-__all__ = ["Sizes", "emit_compute", "tensor_type", "BLOCK_ATTR", "BLOCK_INIT_ATTR"]
+__all__ = ["Sizes", "emit_compute", "BLOCK_ATTR", "BLOCK_INIT_ATTR"]
 
 BLOCK_ATTR = "mlc.block"
 BLOCK_INIT_ATTR = "mlc.block_init"
-
-
-def tensor_type(shape: tuple[Dim, ...], dtype: str) -> ir.RankedTensorType:
-    """The tensor type of a te shape: ``?`` for each symbolic size."""
-    dims = [d if isinstance(d, int) else ir.ShapedType.get_dynamic_size() for d in shape]
-    return ir.RankedTensorType.get(dims, mlir_type(dtype))
 
 
 class Sizes:

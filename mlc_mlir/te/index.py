@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ..errors import TEError
-from .dtypes import is_int
+from ..tensor_types import is_int
 from .expr import BinaryOp, Call, Cast, Const, Expr, IterVar, TensorRead, Var
 
 __all__ = ["Affine", "ADim", "AConst", "AAdd", "AMul", "ADiv", "AMod", "to_affine", "pure_axis",

@@ -16,11 +16,11 @@ from mlir.dialects import func, tensor
 from ..context import diagnostics_text, mlc_context
 from ..errors import TEError
 from ..ir import Module
-from .dtypes import mlir_type
-from .generic import Sizes, emit_compute, tensor_type
+from ..tensor_types import element_type, shape_attr, tensor_type
+from .generic import Sizes, emit_compute
 from .plan import ComputePlan, plan_compute
 from .expr import Var
-from .tensor import Tensor
+from .tensor import Tensor, shape_names
 
 __all__ = ["create_prim_func"]
 
@@ -77,7 +77,7 @@ def create_prim_func(args: Sequence[Tensor], name: str = "main") -> Module:
                 if id(t) in values:
                     dest = values[id(t)]
                 else:
-                    dest = tensor.empty(sizes.mixed(t.shape), mlir_type(t.dtype))
+                    dest = tensor.empty(sizes.mixed(t.shape), element_type(t.dtype))
                 values[id(t)] = emit_compute(plans[id(t)], blocks[id(t)], dest, values, sizes)
             func.ReturnOp([values[id(t)] for t in outputs])
         try:
@@ -163,10 +163,8 @@ def _declare(name: str, args: list[Tensor], outputs: list[Tensor]) -> func.FuncO
     types = [tensor_type(t.shape, t.dtype) for t in args]
     fn = func.FuncOp(name, ir.FunctionType.get(types, types[len(args) - len(outputs):]))
     fn.attributes["mlc.prim_func"] = ir.UnitAttr.get()
-    i64 = ir.IntegerType.get_signless(64)
     fn.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get({
         "mlc.name": ir.StringAttr.get(t.name),
-        "mlc.shape": ir.ArrayAttr.get([ir.StringAttr.get(d.name) if isinstance(d, Var)
-                                       else ir.IntegerAttr.get(i64, d) for d in t.shape]),
+        "mlc.shape": shape_attr(shape_names(t.shape)),
     }) for t in args])
     return fn

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import TEError
-from .dtypes import BOOL
+from ..tensor_types import BOOL
 from .expr import Expr, IterVar, Reduce, TensorRead, Var, walk
 from .index import Affine, affine_key, interval, pure_axis, to_affine
-from .tensor import Dim, Tensor, dim_text, same_dim
+from .tensor import Dim, Tensor, dim_name
 
 __all__ = ["Operand", "ComputePlan", "plan_compute", "check_body"]
 
@@ -110,7 +110,7 @@ def plan_compute(t: Tensor) -> ComputePlan:
     for read in (n for n in walk(source) if isinstance(n, TensorRead)):
         op = _read_operand(t.name, read)
         key = (id(read.tensor), tuple(affine_key(a) for a in op.indices),
-               None if op.slice_sizes is None else tuple(dim_text(d) for d in op.slice_sizes))
+               None if op.slice_sizes is None else tuple(dim_name(d) for d in op.slice_sizes))
         if key not in keys:
             keys[key] = len(plan.operands)
             plan.operands.append(op)
@@ -131,11 +131,11 @@ def _read_operand(name: str, read: TensorRead) -> Operand:
         lo, hi = interval(a)
         if lo is not None and lo < 0:
             raise TEError(f"compute {name!r}: index {k} of {read} ({read.indices[k]}) reaches {lo}: "
-                          f"out of bounds of {tensor.name} (dimension {k} is {dim_text(size)})")
+                          f"out of bounds of {tensor.name} (dimension {k} is {dim_name(size)})")
         if hi is not None and isinstance(size, int) and hi >= size:
             raise TEError(f"compute {name!r}: index {k} of {read} ({read.indices[k]}) reaches {hi}: "
                           f"out of bounds of {tensor.name} (dimension {k} is {size})")
         axis = pure_axis(a)
-        if axis is not None and not same_dim(size, axis.extent):
+        if axis is not None and dim_name(size) != dim_name(axis.extent):
             sizes[k], sliced = axis.extent, True
     return Operand(tensor, indices, tuple(sizes) if sliced else None)

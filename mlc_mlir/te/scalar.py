@@ -10,7 +10,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, linalg, math
 
-from .dtypes import BOOL, int_range, is_float, mlir_type
+from ..tensor_types import BOOL, element_type, int_range, is_float
 from .expr import BinaryOp, Call, Cast, Compare, Const, Expr, IterVar, Select, TensorRead, Var, walk
 
 __all__ = ["ScalarEmitter", "constant", "combine"]
@@ -29,7 +29,7 @@ _COMBINERS = {"sum": "add", "max": "max", "min": "min"}
 
 def constant(value: int | float | bool, dtype: str) -> ir.Value:
     """An ``arith.constant`` of type ``dtype``."""
-    ty = mlir_type(dtype)
+    ty = element_type(dtype)
     attr = ir.FloatAttr.get(ty, float(value)) if is_float(dtype) else ir.IntegerAttr.get(ty, int(value))
     return arith.constant(ty, attr)
 
@@ -86,7 +86,7 @@ def _constant_int(v: ir.Value) -> int | None:
 
 
 def _cast(v: ir.Value, src: str, dst: str) -> ir.Value:
-    ty = mlir_type(dst)
+    ty = element_type(dst)
     if dst == BOOL:
         zero = constant(0, src)
         return (arith.cmpf(arith.CmpFPredicate.UNE, v, zero) if is_float(src)
@@ -94,12 +94,12 @@ def _cast(v: ir.Value, src: str, dst: str) -> ir.Value:
     if src == BOOL:
         return arith.uitofp(ty, v) if is_float(dst) else arith.extui(ty, v)
     if is_float(src) and is_float(dst):
-        return arith.extf(ty, v) if mlir_type(dst).width > mlir_type(src).width else arith.truncf(ty, v)
+        return arith.extf(ty, v) if element_type(dst).width > element_type(src).width else arith.truncf(ty, v)
     if is_float(src):
         return arith.fptosi(ty, v)
     if is_float(dst):
         return arith.sitofp(ty, v)
-    wider = ir.IntegerType(ty).width > ir.IntegerType(mlir_type(src)).width
+    wider = ir.IntegerType(ty).width > ir.IntegerType(element_type(src)).width
     return arith.extsi(ty, v) if wider else arith.trunci(ty, v)
 
 
@@ -138,9 +138,9 @@ class ScalarEmitter:
             index = linalg.IndexOp(self._positions[id(e)]).result
             if e.lo:
                 index = arith.addi(index, arith.constant(ir.IndexType.get(), e.lo))
-            return arith.index_cast(mlir_type(e.dtype), index)
+            return arith.index_cast(element_type(e.dtype), index)
         if isinstance(e, Var):
-            return arith.index_cast(mlir_type(e.dtype), self._symbols[e.name])
+            return arith.index_cast(element_type(e.dtype), self._symbols[e.name])
         if isinstance(e, Cast):
             return _cast(get(e.value), e.value.dtype, e.dtype)
         if isinstance(e, BinaryOp):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from .. import tensor_types
 from ..errors import TEError
-from .dtypes import INDEX_DTYPE, is_int
+from ..tensor_types import format_shape, is_int
+from .dtypes import INDEX_DTYPE
 from .expr import Const, Expr, IterVar, TensorRead, Var, as_expr
 
-__all__ = ["Dim", "Tensor", "ComputeOp", "normalize_shape", "dim_text", "same_dim"]
+__all__ = ["Dim", "Tensor", "ComputeOp", "normalize_shape", "dim_name", "shape_names"]
 
 Dim = int | Var
 """One dimension of a shape: a positive int or a symbolic size."""
@@ -18,6 +18,9 @@ Dim = int | Var
 
 def normalize_shape(shape: object, *, what: str) -> tuple[Dim, ...]:
     """``shape`` as a tuple of ints and :class:`Var`; a string names a symbolic size.
+
+    The checks are :func:`mlc_mlir.tensor_types.normalize_shape`'s (sizes positive); a
+    ``te.var`` given in the shape is kept (with its dtype), an int ``te.const`` is its value.
 
     Args:
         shape: a tuple or list of ints, strings (``"n"``) and ``te.var`` (a single one is
@@ -27,42 +30,34 @@ def normalize_shape(shape: object, *, what: str) -> tuple[Dim, ...]:
     Raises:
         TEError: the shape is not a sequence of positive ints and symbolic sizes.
     """
-    if isinstance(shape, (int, np.integer, str, Var)) and not isinstance(shape, bool):
+    if isinstance(shape, Var):
         shape = (shape,)
-    if not isinstance(shape, (tuple, list)):
-        raise TEError(f"shape of {what} must be a tuple of ints and strings (symbolic sizes), "
-                      f"got {type(shape).__name__} {shape!r}")
-    return tuple(_dim(d, k, what) for k, d in enumerate(shape))
+    given: dict[str, Var] = {}
+    if isinstance(shape, (tuple, list)):
+        shape = [_plain_dim(d, given) for d in shape]
+    dims = tensor_types.normalize_shape(shape, what=f"shape of {what}", positive=True, error=TEError)
+    return tuple(given[d] if d in given else Var(d) if isinstance(d, str) else d for d in dims)
 
 
-def _dim(d: object, k: int, what: str) -> Dim:
-    if isinstance(d, Const) and is_int(d.dtype):
-        d = d.value
-    if isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)):
-        if int(d) <= 0:
-            raise TEError(f"shape of {what}: dimension {k} is {int(d)}; sizes must be positive")
-        return int(d)
-    if isinstance(d, str):
-        if not d.isidentifier():
-            raise TEError(f"shape of {what}: dimension {k} is {d!r}; a symbolic size must be "
-                          "an identifier such as 'n'")
-        return Var(d)
+def _plain_dim(d: object, given: dict[str, Var]) -> object:
+    """A te dimension as tensor_types takes it: a ``te.var`` by its name, an int const by its value."""
     if isinstance(d, Var):
-        return d
-    raise TEError(f"shape of {what}: dimension {k} is {type(d).__name__} {d!r}; dimensions must "
-                  "be positive ints or symbolic sizes (a string such as 'n', or te.var)")
+        given.setdefault(d.name, d)
+        return d.name
+    if isinstance(d, Const) and is_int(d.dtype):
+        return d.value
+    return d
 
 
-def dim_text(d: Dim) -> str:
-    """A dimension as text: ``128`` or ``n``."""
-    return d.name if isinstance(d, Var) else str(d)
+def dim_name(d: Dim) -> int | str:
+    """A dimension as a :mod:`mlc_mlir.tensor_types` dimension: ``128``, or the symbol ``"n"``.
+    Two dimensions are provably equal when their names are."""
+    return d.name if isinstance(d, Var) else d
 
 
-def same_dim(a: Dim, b: Dim) -> bool:
-    """Whether two dimensions are provably equal (equal ints, or one symbol)."""
-    if isinstance(a, Var) or isinstance(b, Var):
-        return isinstance(a, Var) and isinstance(b, Var) and a.name == b.name
-    return a == b
+def shape_names(shape: tuple[Dim, ...]) -> tensor_types.Shape:
+    """A te shape as a :mod:`mlc_mlir.tensor_types` shape: ``(128, "n")``."""
+    return tuple(dim_name(d) for d in shape)
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,7 +122,7 @@ class Tensor:
         return e
 
     def _shape_text(self) -> str:
-        return f"({', '.join(dim_text(d) for d in self.shape)}{',' if self.ndim == 1 else ''})"
+        return format_shape(shape_names(self.shape))
 
     def __repr__(self) -> str:
         kind = "placeholder" if self.is_placeholder else "compute"

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import TEError
+from ..tensor_types import broadcast_shapes
 
-__all__ = ["dims", "te_dim", "bcast_index", "broadcast", "check_tensor", "normalize_axis", "const_int"]
+__all__ = ["te_dim", "bcast_index", "broadcast", "check_tensor", "normalize_axis", "const_int"]
 
 
 def check_tensor(x: Any, op: str, what: str = "argument") -> None:
@@ -16,11 +17,6 @@ def check_tensor(x: Any, op: str, what: str = "argument") -> None:
     if not isinstance(x, te.Tensor):
         raise TEError(f"topi.{op}: {what} must be a te tensor (te.placeholder / te.compute), "
                       f"got {type(x).__name__}")
-
-
-def dims(t: Any) -> tuple:
-    """The shape of te tensor ``t`` with symbolic sizes as their names."""
-    return tuple(d if isinstance(d, int) else d.name for d in t.shape)
 
 
 def te_dim(tensors: tuple, d: Any) -> Any:
@@ -42,18 +38,10 @@ def bcast_index(t: Any, out_rank: int, idx: tuple) -> tuple:
 
 def broadcast(op: str, a: Any, b: Any) -> tuple:
     """The NumPy-broadcast shape of ``a`` and ``b`` as te dims; TEError if they do not broadcast."""
-    sa, sb = dims(a), dims(b)
-    out: list[Any] = []
-    for i in range(1, max(len(sa), len(sb)) + 1):
-        da = sa[-i] if i <= len(sa) else 1
-        db = sb[-i] if i <= len(sb) else 1
-        if da == db or db == 1:
-            out.append(da)
-        elif da == 1:
-            out.append(db)
-        else:
-            raise TEError(f"topi.{op}: shapes {sa} and {sb} do not broadcast (dimension {da} vs {db})")
-    return tuple(te_dim((a, b), d) for d in reversed(out))
+    from ..te.tensor import shape_names
+
+    shape = broadcast_shapes(shape_names(a.shape), shape_names(b.shape), what=f"topi.{op}", error=TEError)
+    return tuple(te_dim((a, b), d) for d in shape)
 
 
 def normalize_axis(axis: Any, ndim: int, op: str) -> int:

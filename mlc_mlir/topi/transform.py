@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import TEError
-from ._util import check_tensor, dims, te_dim
+from ..tensor_types import numel
+from ._util import check_tensor, te_dim
 
 __all__ = ["transpose", "permute_dims", "reshape", "flatten"]
 
@@ -50,17 +51,12 @@ def reshape(a: Any, newshape: Sequence[int | str]) -> Any:
     Only the leading dimension may be symbolic.
     """
     from .. import te
+    from ..te.tensor import shape_names
 
     check_tensor(a, "reshape")
-    in_dims, out_dims = dims(a), tuple(newshape)
+    in_dims, out_dims = shape_names(a.shape), tuple(newshape)
     if -1 in out_dims:
-        total = 1
-        for d in in_dims:
-            total = total * d if isinstance(d, int) and isinstance(total, int) else None
-        rest = 1
-        for d in out_dims:
-            if d != -1:
-                rest = rest * d if isinstance(d, int) else None
+        total, rest = numel(in_dims), numel(tuple(d for d in out_dims if d != -1))
         if total is None or not rest or total % rest:
             raise TEError(f"topi.reshape: cannot infer the -1 in {out_dims} from {in_dims}")
         out_dims = tuple(total // rest if d == -1 else d for d in out_dims)
@@ -84,8 +80,10 @@ def reshape(a: Any, newshape: Sequence[int | str]) -> Any:
 
 def flatten(a: Any, start_dim: int = 1) -> Any:
     """Collapse dimensions ``start_dim..`` into one (``torch.flatten(x, 1)``, ``nn.Flatten``)."""
+    from ..te.tensor import shape_names
+
     check_tensor(a, "flatten")
-    d = dims(a)
+    d = shape_names(a.shape)
     rest = 1
     for x in d[start_dim:]:
         if not isinstance(x, int):

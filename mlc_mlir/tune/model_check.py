@@ -19,8 +19,9 @@ import numpy as np
 from mlir import ir
 
 from ..context import mlc_context
-from ..errors import MlcError
+from ..errors import GraphError, MlcError
 from ..ir import Module
+from ..tensor_types import dtype_of_element
 
 __all__ = ["keep_faster_kernels", "MARGIN"]
 
@@ -62,8 +63,6 @@ def keep_faster_kernels(default: Module, tuned: Module, names: list[str], target
 def _inputs(mod: Module) -> list[np.ndarray] | None:
     """Arrays for the lowered ``main(inputs..., outputs...)``: random inputs, empty outputs; or
     None (no ``main``, or a parameter or result that is not a tensor of static shape)."""
-    from ..graph.ir.expr import dtype_of_element
-
     if "main" not in mod.functions:
         log.info("tune_model: no graph function main: the tuned kernels are not checked in the model")
         return None
@@ -77,7 +76,7 @@ def _inputs(mod: Module) -> list[np.ndarray] | None:
                          "in the model (static shapes only)", t)
                 return None
             rt = ir.RankedTensorType(t)
-            dtype = np.dtype(dtype_of_element(rt.element_type))
+            dtype = np.dtype(dtype_of_element(rt.element_type, error=GraphError))
             shape = tuple(rt.shape)
             if not is_input:
                 arrays.append(np.empty(shape, dtype))

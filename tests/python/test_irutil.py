@@ -6,8 +6,9 @@ from mlir import ir
 
 import mlc_mlir as mlc
 from mlc_mlir.context import mlc_context
-from mlc_mlir.irutil import (check_arity, check_array, diagnostics_text, find_func, func_ops, has_op, sym_name,
-                             to_attr, walk_ops)
+from mlc_mlir.runtime.checks import check_arity, check_array
+from mlc_mlir.irutil import (diagnostics_text, find_func, func_ops, has_op, sym_name,
+                             symbol_ops, to_attr, walk_ops)
 
 
 def test_lookup_and_walk(mm_relu_text):
@@ -20,6 +21,25 @@ def test_lookup_and_walk(mm_relu_text):
         assert len(generics) == 1 and all(o.name == "linalg.generic" for o in generics)
         assert fn not in walk_ops(fn)
         assert has_op(mod.mlir_module, ["linalg.generic"]) and not has_op(mod.mlir_module, ["scf.forall"])
+
+
+def test_symbol_ops_by_kind_and_body():
+    """One lookup of a module's symbols by name: func.func by default, any op name, every
+    symbol op (None), definitions (defined=True) or declarations (defined=False) only."""
+    mod = mlc.Module.parse("""
+      memref.global "private" @g : memref<4xf32>
+      func.func private @decl(f32) -> f32
+      func.func @f() { return }
+      module attributes {transform.with_named_sequence} {}
+      llvm.func @h() { llvm.return }
+    """)
+    m = mod.mlir_module
+    with mlc_context():
+        assert list(symbol_ops(m)) == ["decl", "f"]
+        assert list(symbol_ops(m, defined=True)) == ["f"] and list(symbol_ops(m, defined=False)) == ["decl"]
+        assert list(symbol_ops(m, "llvm.func")) == ["h"]
+        assert list(symbol_ops(m, None)) == ["g", "decl", "f", "h"]
+        assert symbol_ops(m)["f"] == find_func(m, "f") and [sym_name(f) for f in func_ops(m, defined=True)] == ["f"]
 
 
 def test_to_attr():

@@ -32,7 +32,8 @@ from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Function, GlobalVar, Module
 from .emit import OUTPUT_SLOTS, Emitter, create_op, segment_sizes
-from ..ir.expr import Call, Expr, Var, bound_var, const, shape_attr, tensor_type
+from ...tensor_types import shape_attr, tensor_type
+from ..ir.expr import Call, Expr, Var, bound_var, const
 from .te_bridge import import_te_program
 
 __all__ = ["BlockBuilder"]
@@ -313,8 +314,8 @@ class BlockBuilder:
     def _materialize(self, fn: _Function) -> None:
         """Write ``fn`` as a ``func.func`` at the end of the module."""
         with mlc_context():
-            in_types = [tensor_type(p.shape, p.dtype) for p in fn.params]
-            out_types = [tensor_type(v.shape, v.dtype) for v in fn.output]
+            in_types = [tensor_type(p.shape, p.dtype, error=GraphError) for p in fn.params]
+            out_types = [tensor_type(v.shape, v.dtype, error=GraphError) for v in fn.output]
             with ir.InsertionPoint(self._module.mlir_module.body):
                 fop = func.FuncOp(fn.name, (in_types, out_types))
             fop.attributes["mlc.graph"] = ir.UnitAttr.get()
@@ -340,7 +341,7 @@ def _param_attrs(p: Var) -> dict[str, ir.Attribute]:
 
 def _emit_dataflow(emitter: Emitter, block: _Dataflow) -> None:
     """``mlc.dataflow`` with the block's bindings, ``mlc.output`` and ``omp.terminator``."""
-    types = [tensor_type(v.shape, v.dtype) for v in block.outputs]
+    types = [tensor_type(v.shape, v.dtype, error=GraphError) for v in block.outputs]
     loc = ir.Location.name(block.outputs[0].name) if block.outputs else ir.Location.unknown()
     df = ir.Operation.create("mlc.dataflow", results=types, operands=[],
                              attributes={"resultSegmentSizes": segment_sizes(len(types), OUTPUT_SLOTS,

@@ -14,7 +14,8 @@ from mlir import ir
 from mlir.dialects import func
 
 from ...errors import GraphError
-from ..ir.expr import Call, Constant, Expr, Var, shape_attr, tensor_type
+from ...tensor_types import shape_attr, tensor_type
+from ..ir.expr import Call, Constant, Expr, Var
 
 __all__ = ["Emitter", "constant_attr", "create_op", "RESOURCE_THRESHOLD", "CALL_SLOTS", "OUTPUT_SLOTS",
            "segment_sizes"]
@@ -92,7 +93,7 @@ class Emitter:
         return v
 
     def _constant(self, c: Constant, name: str | None = None) -> ir.Value:
-        ttype = tensor_type(c.shape, c.dtype)
+        ttype = tensor_type(c.shape, c.dtype, error=GraphError)
         attr = getattr(c, "_attr", None)
         if attr is None:
             attr = constant_attr(c.data, c.name or "const", ttype)
@@ -106,7 +107,7 @@ class Emitter:
     def call(self, call: Call, *, name: str | None = None) -> ir.Value:
         """Emit ``call`` as one ``mlc.<op>`` operation; returns its result."""
         operands = [self.value(a) for a in call.args]
-        rtype = tensor_type(call.shape, call.dtype)
+        rtype = tensor_type(call.shape, call.dtype, error=GraphError)
         attrs: dict[str, ir.Attribute] = {}
         if any(isinstance(d, str) for d in call.shape):
             attrs["mlc.shape"] = shape_attr(call.shape)

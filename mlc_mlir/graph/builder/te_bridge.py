@@ -16,27 +16,10 @@ from mlir import ir
 from ...context import mlc_context
 from ...errors import GraphError, MlcError
 from ...ir import Module
-from ..ir.expr import Expr, Shape, Var, normalize_dtype
+from ...tensor_types import Shape
+from ..ir.expr import Expr, Var
 
-__all__ = ["import_te_program", "te_shape"]
-
-
-def te_shape(shape: Any, what: str) -> Shape:
-    """A te tensor's shape as graph dims (a te symbolic size becomes its name)."""
-    out: list[int | str] = []
-    for d in shape:
-        if isinstance(d, int):
-            out.append(d)
-        elif hasattr(d, "name") and isinstance(getattr(d, "name"), str):
-            out.append(d.name)
-        else:
-            value = getattr(d, "value", None)
-            if isinstance(value, int):
-                out.append(value)
-            else:
-                raise GraphError(f"{what}: output dimension {d} is an expression; graph shapes support "
-                                 "ints and plain symbolic sizes only")
-    return tuple(out)
+__all__ = ["import_te_program"]
 
 
 def import_te_program(module: Module, name: str, te_func: Callable[..., Any], args: tuple[Any, ...],
@@ -52,6 +35,7 @@ def import_te_program(module: Module, name: str, te_func: Callable[..., Any], ar
             (the te error is chained).
     """
     from ... import te  # the te layer is imported lazily: graphs without emit_te do not need it
+    from ...te.tensor import shape_names
 
     if not callable(te_func):
         raise GraphError(f"emit_te/call_te: {te_func!r} is not callable")
@@ -96,8 +80,7 @@ def import_te_program(module: Module, name: str, te_func: Callable[..., Any], ar
     with mlc_context():
         new = prim[src_name].op.clone(ip=ir.InsertionPoint(module.mlir_module.body))
         new.attributes["sym_name"] = ir.StringAttr.get(name)
-    shape = te_shape(out.shape, f"emit_te({_fname(te_func)})")
-    return call_args, shape, normalize_dtype(out.dtype)
+    return call_args, shape_names(out.shape), out.dtype
 
 
 def _fname(fn: Any) -> str:

@@ -16,7 +16,7 @@ from mlir import ir
 from ...errors import GraphError
 from ...ir.module import graph_functions, is_graph_function
 from ...irutil import sym_name, walk_ops
-from .expr import Shape, dtype_of_element, format_shape, shape_from_attr
+from ...tensor_types import Shape, dtype_of_element, format_shape, shape_from_attr
 from .infer import RULES, infer
 
 __all__ = ["graph_functions", "is_graph_function", "func_name", "op_line", "fail", "value_shapes",
@@ -148,7 +148,7 @@ def value_shapes(fop: ir.Operation) -> dict[ir.Value, tuple[Shape, str]]:
         if not isinstance(arg.type, ir.RankedTensorType):
             continue
         attr = arg_attr(fop, i, "mlc.shape")
-        shape = shape_from_attr(attr) if attr is not None else type_shape(arg.type, f"arg{i}")
+        shape = shape_from_attr(attr, error=GraphError) if attr is not None else type_shape(arg.type, f"arg{i}")
         shapes[arg] = (shape, _dtype(fop, arg.type))
     counter = 0
     for op in walk_ops(fop):
@@ -163,7 +163,7 @@ def value_shapes(fop: ir.Operation) -> dict[ir.Value, tuple[Shape, str]]:
             counter += 1
             name = op.name[4:] if op.name.startswith("mlc.") else None
             attr = op.attributes["mlc.shape"] if "mlc.shape" in op.attributes else None
-            declared = shape_from_attr(attr) if attr is not None else None
+            declared = shape_from_attr(attr, error=GraphError) if attr is not None else None
             if declared is not None:
                 _check_against_type(op, declared, res.type, "mlc.shape")
             if name in GRAPH_OPS and len(op.results) == 1:
@@ -191,6 +191,6 @@ def value_shapes(fop: ir.Operation) -> dict[ir.Value, tuple[Shape, str]]:
 
 def _dtype(op: ir.Operation, t: ir.Type) -> str:
     try:
-        return dtype_of_element(ir.RankedTensorType(t).element_type)
+        return dtype_of_element(ir.RankedTensorType(t).element_type, error=GraphError)
     except GraphError as exc:
         raise fail(op, str(exc)) from None

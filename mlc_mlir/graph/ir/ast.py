@@ -24,7 +24,8 @@ from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import GlobalVar, Module, Op
 from .analysis import arg_attr, fail, op_attrs, value_shapes, walk_ops
-from .expr import Call, Constant, Expr, Var, bound_var, format_shape
+from ...tensor_types import format_shape
+from .expr import Call, Constant, Expr, Var, bound_var
 from ..transform.outline import value_name
 
 __all__ = ["VarBinding", "BindingBlock", "DataflowBlock", "SeqExpr", "lift", "write", "result_info"]

@@ -3,7 +3,8 @@
 The builder records expressions in Python and writes MLIR only when a function is
 finished (its parameters may be given last, as in ``bb.emit_func_output(out, params)``).
 Every expression knows its ``shape`` (a tuple of ints and strings; a string is a symbolic
-dimension such as ``"n"``) and its ``dtype`` (``"float32"``...).
+dimension such as ``"n"``) and its ``dtype`` (``"float32"``...), checked by
+:mod:`mlc_mlir.tensor_types`.
 """
 
 from __future__ import annotations
@@ -12,110 +13,21 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from mlir import ir
 
 from ...errors import GraphError
+from ...tensor_types import Shape, format_shape, normalize_dtype, normalize_shape
+# graph/vm/lower.py imports these two from here until it imports them from tensor_types
+from ...tensor_types import dtype_of_element, shape_attr  # noqa: F401
 
-__all__ = ["Expr", "Var", "DataflowVar", "bound_var",
-           "Constant", "Call", "Shape", "const", "TensorStructInfo", "normalize_shape", "normalize_dtype",
-           "format_shape", "element_type", "dtype_of_element", "tensor_type", "shape_attr",
-           "shape_from_attr", "DTYPES"]
-
-Shape = tuple[int | str, ...]
-
-#: graph dtype -> MLIR element type spelling
-DTYPES: dict[str, str] = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8",
-                          "int16": "i16", "int32": "i32", "int64": "i64", "bool": "i1"}
-_FROM_ELEMENT = {v: k for k, v in DTYPES.items()}
-
-
-def normalize_dtype(dtype: Any, *, what: str = "dtype") -> str:
-    """Canonical dtype name (``"float32"``) of a name or NumPy dtype; GraphError otherwise."""
-    name = dtype if isinstance(dtype, str) else None
-    if name is None:
-        try:
-            name = np.dtype(dtype).name
-        except TypeError:
-            name = None
-    if name not in DTYPES:
-        raise GraphError(f"unknown {what} {dtype!r}; supported: {', '.join(DTYPES)}")
-    return name
-
-
-def normalize_shape(shape: Any, *, what: str = "shape") -> Shape:
-    """A shape as a tuple of non-negative ints and symbol names; GraphError otherwise."""
-    if isinstance(shape, (int, str, np.integer)):
-        shape = (shape,)
-    try:
-        dims = tuple(shape)
-    except TypeError:
-        raise GraphError(f"{what} must be a tuple of ints and symbol names, got {shape!r}") from None
-    out: list[int | str] = []
-    for d in dims:
-        if isinstance(d, (bool, np.bool_)):
-            raise GraphError(f"{what} {dims!r}: dimension {d!r} is not an int or a symbol name")
-        if isinstance(d, (int, np.integer)):
-            if d < 0:
-                raise GraphError(f"{what} {dims!r}: negative dimension {d}")
-            out.append(int(d))
-        elif isinstance(d, str) and d.isidentifier():
-            out.append(d)
-        else:
-            raise GraphError(f"{what} {dims!r}: dimension {d!r} is not an int or a symbol name "
-                             "(an identifier such as 'n')")
-    return tuple(out)
-
-
-def format_shape(shape: Shape) -> str:
-    """``(1, "m")`` -> ``(1, m)``."""
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def element_type(dtype: str) -> ir.Type:
-    """The MLIR element type of ``dtype`` (inside the shared context)."""
-    return ir.Type.parse(DTYPES[normalize_dtype(dtype)])
-
-
-def dtype_of_element(elem: ir.Type) -> str:
-    """The graph dtype of an MLIR element type; GraphError for other types."""
-    name = str(elem)
-    if name not in _FROM_ELEMENT:
-        raise GraphError(f"element type {name} has no graph dtype; supported: {', '.join(_FROM_ELEMENT)}")
-    return _FROM_ELEMENT[name]
-
-
-def tensor_type(shape: Shape, dtype: str) -> ir.RankedTensorType:
-    """``tensor<...>`` of ``shape`` (a symbol becomes ``?``) and ``dtype``."""
-    dyn = ir.ShapedType.get_dynamic_size()
-    return ir.RankedTensorType.get([d if isinstance(d, int) else dyn for d in shape], element_type(dtype))
-
-
-def shape_attr(shape: Shape) -> ir.ArrayAttr:
-    """The ``mlc.shape`` attribute of a shape: ``[ "n", 128 ]`` (i64 and string entries)."""
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) if isinstance(d, int) else ir.StringAttr.get(d)
-                             for d in shape])
-
-
-def shape_from_attr(attr: ir.Attribute) -> Shape:
-    """Inverse of :func:`shape_attr`."""
-    out: list[int | str] = []
-    for d in ir.ArrayAttr(attr):
-        if isinstance(d, ir.StringAttr):
-            out.append(d.value)
-        elif isinstance(d, ir.IntegerAttr):
-            out.append(d.value)
-        else:
-            raise GraphError(f"mlc.shape entries are i64 or strings, got {d}")
-    return tuple(out)
+__all__ = ["Expr", "Var", "DataflowVar", "bound_var", "Constant", "Call", "const", "TensorStructInfo"]
 
 
 class TensorStructInfo:
     """The type of a graph tensor (the course's ``relax.TensorStructInfo(shape, dtype)``)."""
 
     def __init__(self, shape: Sequence[int | str], dtype: Any = "float32"):
-        self.shape = normalize_shape(shape, what="TensorStructInfo shape")
-        self.dtype = normalize_dtype(dtype, what="TensorStructInfo dtype")
+        self.shape = normalize_shape(shape, what="TensorStructInfo shape", error=GraphError)
+        self.dtype = normalize_dtype(dtype, what="TensorStructInfo dtype", allow_bool=True, error=GraphError)
 
     @property
     def ndim(self) -> int:
@@ -166,8 +78,8 @@ class Var(Expr):
         if not isinstance(name, str) or not name:
             raise GraphError(f"Var: the name must be a non-empty string, got {name!r}")
         self.name = name
-        self.shape = normalize_shape(shape, what=f"shape of Var {name!r}")
-        self.dtype = normalize_dtype(dtype, what=f"dtype of Var {name!r}")
+        self.shape = normalize_shape(shape, what=f"shape of Var {name!r}", error=GraphError)
+        self.dtype = normalize_dtype(dtype, what=f"dtype of Var {name!r}", allow_bool=True, error=GraphError)
         #: where the variable is bound: "param" (user-made), "dataflow" (inside a dataflow
         #: block, not visible outside it: a :class:`DataflowVar`) or "binding" (visible in
         #: the whole function)
@@ -207,10 +119,11 @@ class Constant(Expr):
     """A constant tensor (``mlc.graph.const``); large ones are stored as ``dense_resource``."""
 
     def __init__(self, data: Any, dtype: Any = None, *, name: str | None = None):
-        arr = np.asarray(data) if dtype is None else np.asarray(data, dtype=np.dtype(normalize_dtype(dtype)))
+        arr = np.asarray(data) if dtype is None else np.asarray(
+            data, dtype=np.dtype(normalize_dtype(dtype, allow_bool=True, error=GraphError)))
         if arr.dtype == np.dtype("float64") and dtype is None and not isinstance(data, np.ndarray):
             arr = arr.astype(np.float32)  # Python literals default to float32, like the course
-        self.dtype = normalize_dtype(arr.dtype, what="dtype of constant")
+        self.dtype = normalize_dtype(arr.dtype, what="dtype of constant", allow_bool=True, error=GraphError)
         self.data = np.ascontiguousarray(arr).copy()
         self.shape = tuple(int(d) for d in self.data.shape)
         self.name = name

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import GraphError
-from .expr import Shape, format_shape
+from ...tensor_types import Shape, broadcast_shapes, format_shape, is_float, numel
 
-__all__ = ["infer", "broadcast_shapes", "RULES", "ELEMENTWISE_BINARY", "numel"]
+__all__ = ["infer", "RULES", "ELEMENTWISE_BINARY"]
 
 ArgInfo = tuple[Shape, str]  # (shape, dtype)
 Rule = Callable[[str, Sequence[ArgInfo], dict[str, Any]], tuple[Shape, str]]
@@ -42,36 +42,10 @@ def _same_dtype(op: str, args: Sequence[ArgInfo]) -> str:
     return args[0][1]
 
 
-def broadcast_shapes(op: str, a: Shape, b: Shape) -> Shape:
-    """NumPy broadcasting of ``a`` and ``b`` (dims equal, or one of them is 1)."""
-    out: list[int | str] = []
-    for i in range(1, max(len(a), len(b)) + 1):
-        da = a[-i] if i <= len(a) else 1
-        db = b[-i] if i <= len(b) else 1
-        if da == db or db == 1:
-            out.append(da)
-        elif da == 1:
-            out.append(db)
-        else:
-            raise GraphError(f"{op}: shapes {format_shape(a)} and {format_shape(b)} do not broadcast "
-                             f"(dimension {da} vs {db})")
-    return tuple(reversed(out))
-
-
-def numel(shape: Shape) -> int | None:
-    """Number of elements, or None when a dimension is symbolic."""
-    n = 1
-    for d in shape:
-        if not isinstance(d, int):
-            return None
-        n *= d
-    return n
-
-
 def _binary(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
     _arity(op, args, 2)
     dtype = _same_dtype(op, args)
-    return broadcast_shapes(op, args[0][0], args[1][0]), dtype
+    return broadcast_shapes(args[0][0], args[1][0], what=op, error=GraphError), dtype
 
 
 def _matmul(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
@@ -147,7 +121,7 @@ def _softmax(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[S
     axis = int(attrs.get("axis", -1))
     if not -len(shape) <= axis < len(shape):
         raise GraphError(f"softmax: axis {axis} is out of range for shape {format_shape(shape)}")
-    if not dtype.startswith("float"):
+    if not is_float(dtype):
         raise GraphError(f"softmax: needs a float tensor, got {dtype}")
     return shape, dtype
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import GraphError
-from .expr import Shape, format_shape
+from ...tensor_types import Shape, format_shape, is_float
 
 __all__ = ["NN_RULES"]
 
@@ -21,7 +21,7 @@ def _check(op: str, args: Sequence[ArgInfo], n: int) -> str:
     if len(args) != n:
         raise GraphError(f"{op} takes {n} tensor argument(s), got {len(args)}")
     dtypes = {d for _, d in args}
-    if len(dtypes) != 1 or not args[0][1].startswith("float"):
+    if len(dtypes) != 1 or not is_float(args[0][1]):
         raise GraphError(f"{op}: arguments must share one float dtype, got {sorted(dtypes)}")
     return args[0][1]
 

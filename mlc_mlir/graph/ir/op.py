@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import GraphError
-from .expr import Call, Expr, TensorStructInfo, const, format_shape, normalize_dtype, normalize_shape
-from .infer import infer, numel
+from ...tensor_types import format_shape, normalize_dtype, normalize_shape, numel
+from .expr import Call, Expr, TensorStructInfo, const
+from .infer import infer
 
 __all__ = ["matmul", "add", "subtract", "multiply", "divide", "relu", "gelu", "sigmoid", "tanh", "nn", "permute_dims",
            "reshape", "ewise_fma", "softmax", "call_tir", "call_dps_packed", "alloc_tensor", "MAX_CALL_ARGS",
@@ -132,7 +133,7 @@ def reshape(x: Any, shape: Sequence[int | str]) -> Call:
         if total is None or rest is None or rest == 0 or total % rest:
             raise GraphError(f"reshape: cannot infer the -1 in {dims} from {format_shape(x.shape)}")
         dims = tuple(total // rest if d == -1 else d for d in dims)
-    return _call("reshape", [x], {"shape": normalize_shape(dims, what="reshape shape")})
+    return _call("reshape", [x], {"shape": normalize_shape(dims, what="reshape shape", error=GraphError)})
 
 
 def softmax(x: Any, axis: int = -1) -> Call:
@@ -172,9 +173,9 @@ def call_tir(func: Any, args: Any, out_shape: Sequence[int | str], dtype: Any = 
     name = _callee_name(func, "call_tir")
     if isinstance(out_shape, TensorStructInfo):  # R.Tensor((1, n), "float32") of the course
         out_shape, dtype = out_shape.shape, out_shape.dtype
-    shape = normalize_shape(out_shape, what="call_tir out_shape")
+    shape = normalize_shape(out_shape, what="call_tir out_shape", error=GraphError)
     return Call("call_tir", _call_args("call_tir", args), {"callee": name}, shape,
-                normalize_dtype(dtype, what="call_tir dtype"))
+                normalize_dtype(dtype, what="call_tir dtype", allow_bool=True, error=GraphError))
 
 
 def call_dps_packed(func: Any, args: Any, out_shape: Sequence[int | str], dtype: Any = "float32") -> Call:
@@ -186,16 +187,16 @@ def call_dps_packed(func: Any, args: Any, out_shape: Sequence[int | str], dtype:
     name = _callee_name(func, "call_dps_packed")
     if isinstance(out_shape, TensorStructInfo):  # R.Tensor((1, n), "float32") of the course
         out_shape, dtype = out_shape.shape, out_shape.dtype
-    shape = normalize_shape(out_shape, what="call_dps_packed out_shape")
+    shape = normalize_shape(out_shape, what="call_dps_packed out_shape", error=GraphError)
     return Call("call_dps", _call_args("call_dps_packed", args), {"callee": name}, shape,
-                normalize_dtype(dtype, what="call_dps_packed dtype"))
+                normalize_dtype(dtype, what="call_dps_packed dtype", allow_bool=True, error=GraphError))
 
 
 def alloc_tensor(shape: Sequence[int | str], dtype: Any = "float32") -> Call:
     """A fresh, uninitialised tensor (``R.alloc_tensor``): side-effecting, so only outside
     dataflow blocks."""
-    return Call("alloc_tensor", (), {}, normalize_shape(shape, what="alloc_tensor shape"),
-                normalize_dtype(dtype, what="alloc_tensor dtype"))
+    return Call("alloc_tensor", (), {}, normalize_shape(shape, what="alloc_tensor shape", error=GraphError),
+                normalize_dtype(dtype, what="alloc_tensor dtype", allow_bool=True, error=GraphError))
 
 
 

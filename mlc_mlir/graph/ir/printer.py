@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .expr import Call, Constant, Expr, Var, format_shape
+from ...tensor_types import format_shape
+from .expr import Call, Constant, Expr, Var
 
 __all__ = ["function_text", "module_text"]
 

@@ -21,6 +21,7 @@ from mlir import ir
 
 from ...context import mlc_context
 from ...ir import Module
+from ...irutil import symbol_ops
 from .analysis import (PURE_MLC_OPS, elements_type, fail, func_name, graph_functions, is_graph_function,
                        types_compatible, value_shapes, walk_ops)
 
@@ -44,8 +45,7 @@ def verify_graph(mod: Module | ir.Module, *, check_env: bool = False) -> None:
     """
     module = mod.mlir_module if isinstance(mod, Module) else mod
     with mlc_context():
-        funcs = {func_name(op.operation): op.operation for op in module.body.operations
-                 if op.operation.name == "func.func"}
+        funcs = symbol_ops(module)
         for fop in graph_functions(module):
             _verify_function(fop, funcs, check_env)
 

@@ -18,7 +18,7 @@ from ...ir import Module
 from ...runtime import as_numpy
 from ..builder.emit import constant_attr
 from ..ir.analysis import arg_attr, clone_module, func_name, is_graph_function, walk_ops
-from ..ir.expr import Shape, dtype_of_element, format_shape, shape_attr, shape_from_attr
+from ...tensor_types import Shape, dtype_of_element, format_shape, shape_attr, shape_from_attr
 
 __all__ = ["BindParams"]
 
@@ -81,7 +81,7 @@ def _param_names(fop: ir.Operation) -> list[str]:
 def _param_shape(fop: ir.Operation, i: int, t: ir.Type) -> Shape:
     attr = arg_attr(fop, i, "mlc.shape")
     if attr is not None:
-        return shape_from_attr(attr)
+        return shape_from_attr(attr, error=GraphError)
     rt = ir.RankedTensorType(t)
     return tuple(None if rt.is_dynamic_dim(d) else rt.get_dim_size(d) for d in range(rt.rank))
 
@@ -100,7 +100,7 @@ def _bind(fop: ir.Operation, params: dict[str, np.ndarray]) -> None:
             continue
         arr = params[pname]
         want = _param_shape(fop, i, arg.type)
-        dtype = dtype_of_element(ir.RankedTensorType(arg.type).element_type)
+        dtype = dtype_of_element(ir.RankedTensorType(arg.type).element_type, error=GraphError)
         if str(arr.dtype) != dtype:
             raise GraphError(f"BindParams: parameter {pname!r} of @{name} is {dtype}, the array is {arr.dtype}")
         shown = format_shape(tuple("?" if d is None else d for d in want))
@@ -140,7 +140,7 @@ def _drop_arguments(fop: ir.Operation, indices: list[int]) -> None:
 
 
 def _subst_shape(attr: ir.Attribute, symbols: dict[str, int]) -> ir.Attribute:
-    shape = shape_from_attr(attr)
+    shape = shape_from_attr(attr, error=GraphError)
     return shape_attr(tuple(symbols.get(d, d) if isinstance(d, str) else d for d in shape))
 
 

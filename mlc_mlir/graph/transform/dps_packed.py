@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ...irutil import sym_name
+from ...irutil import symbol_ops
 from ...context import mlc_context
 from ...ir import Module
 from ..ir.analysis import graph_functions, is_graph_function, walk_ops
@@ -20,8 +20,7 @@ __all__ = ["resolve_packed_calls"]
 
 
 def _tensor_programs(mod: Module) -> set[str]:
-    return {sym_name(op) for op in mod._func_ops()
-            if not is_graph_function(op) and op.regions[0].blocks}
+    return {name for name, op in symbol_ops(mod.mlir_module, defined=True).items() if not is_graph_function(op)}
 
 
 def _targets(mod: Module) -> list[ir.Operation]:

@@ -37,7 +37,7 @@ from ...errors import GraphError
 from ...ir import Module
 from ..builder.emit import constant_attr
 from ..ir.analysis import clone_module, graph_functions, walk_ops
-from ..ir.expr import dtype_of_element
+from ...tensor_types import dtype_of_element
 from .dce import remove_unused_ops
 
 __all__ = ["FoldConstant", "fold_constants", "FOLDABLE", "MAX_GROWTH"]
@@ -135,7 +135,7 @@ def _fold(op: ir.Operation, blobs: dict[str, bytes]) -> bool:
         arrays.append(arr)
     out = np.ascontiguousarray(FOLDABLE[op.name](op, *arrays))
     rtype = ir.RankedTensorType(op.results[0].type)
-    if out.shape != _result_shape(op) or str(out.dtype) != dtype_of_element(rtype.element_type):
+    if out.shape != _result_shape(op) or str(out.dtype) != dtype_of_element(rtype.element_type, error=GraphError):
         return False  # (NumPy broadcasting or promotion differs from the op's inferred type: leave it)
     if out.size > MAX_GROWTH * max(a.size for a in arrays):
         return False
@@ -168,7 +168,7 @@ def _constant_value(const: ir.Operation, blobs: dict[str, bytes]) -> np.ndarray 
     rtype = ir.RankedTensorType(const.results[0].type)
     shape = tuple(rtype.get_dim_size(d) for d in range(rtype.rank))
     try:
-        dtype = np.dtype(dtype_of_element(rtype.element_type))
+        dtype = np.dtype(dtype_of_element(rtype.element_type, error=GraphError))
     except (GraphError, TypeError):
         return None
     if dtype == np.dtype("bool"):

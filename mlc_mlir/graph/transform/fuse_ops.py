@@ -38,7 +38,8 @@ from enum import IntEnum
 
 from mlir import ir
 
-from ..ir.analysis import func_name, graph_functions, value_shapes, walk_ops
+from ...irutil import symbol_ops
+from ..ir.analysis import graph_functions, value_shapes, walk_ops
 from ..builder.emit import CALL_SLOTS
 from .outline import is_primitive, outline_ops, unique_symbol, users
 
@@ -212,8 +213,7 @@ def fuse_ops(module: ir.Module) -> list[str]:
     Returns:
         The names of the primitive functions created.
     """
-    funcs = {func_name(op.operation): op.operation for op in module.body.operations
-             if op.operation.name == "func.func"}
+    funcs = symbol_ops(module)
     created: list[str] = []
     for fop in graph_functions(module):
         if is_primitive(fop):

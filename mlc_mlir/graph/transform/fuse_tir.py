@@ -33,10 +33,11 @@ from mlir.dialects import tensor
 
 from ...compiler.pipeline import run_pipeline
 from ...errors import GraphError, LoweringError
+from ...irutil import symbol_ops
 from ..ir.analysis import fail, func_name, graph_functions, value_shapes, walk_ops
 from .dce import remove_unused_ops
 from ..builder.emit import CALL_SLOTS, create_op, segment_sizes
-from ..ir.expr import shape_attr
+from ...tensor_types import shape_attr
 from ..vm.lower import lower_graph_functions
 from .outline import PRIMITIVE_ATTR, call_result_shape, erase_unreferenced, is_primitive
 
@@ -176,7 +177,7 @@ def fuse_primitive(fop: ir.Operation, callees: list[ir.Operation]) -> ir.Module:
     prim = tmp.body.operations[0].operation
     _write_into_output(prim)  # the last call writes into the output parameter
     _run(tmp, INLINE_PASSES, name)
-    left = [func_name(o.operation) for o in tmp.body.operations if o.operation.name == "func.func"]
+    left = list(symbol_ops(tmp))
     calls = [o for o in walk_ops(prim) if o.name == "func.call"]
     if left != [name] or calls:
         raise GraphError(f"FuseTIR: could not inline every tensor program into @{name} "
@@ -203,8 +204,7 @@ def fuse_tir(module: ir.Module) -> list[str]:
         GraphError: a primitive function with graph ops left (LegalizeOps not run),
             environment calls, memref-form callees, or several results.
     """
-    funcs = {func_name(op.operation): op.operation for op in module.body.operations
-             if op.operation.name == "func.func"}
+    funcs = symbol_ops(module)
     prims = [f for f in graph_functions(module) if is_primitive(f)]
     fused: list[str] = []
     old_callees: set[str] = set()

@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects import func
 
-from ...irutil import sym_name
+from ...irutil import symbol_ops
 from ...errors import GraphError
-from ..ir.analysis import arg_attr, fail, func_name, is_graph_function, walk_ops
+from ..ir.analysis import arg_attr, fail, is_graph_function, walk_ops
 from ..builder.emit import CALL_SLOTS
-from ..ir.expr import Shape, shape_attr
+from ...tensor_types import Shape, shape_attr, shape_from_attr
 
 __all__ = ["PRIMITIVE_ATTR", "is_primitive", "outline_ops", "inline_graph_calls", "value_name",
            "unique_symbol", "symbol_uses", "erase_unreferenced", "call_result_shape", "users"]
@@ -71,8 +71,7 @@ def value_name(value: ir.Value, default: str) -> str:
 
 def unique_symbol(module: ir.Module, hint: str) -> str:
     """``hint``, or ``hint1``, ``hint2``... whichever no top-level op of ``module`` is named."""
-    taken = {sym_name(op) for op in module.body.operations
-             if "sym_name" in op.attributes}
+    taken = set(symbol_ops(module, None))
     if hint not in taken:
         return hint
     i = 1
@@ -99,12 +98,11 @@ def call_result_shape(shapes: dict, op: ir.Operation, callee_shape: Shape, calle
 
 def _arg_shapes(fop: ir.Operation) -> list[Shape]:
     from ..ir.analysis import type_shape
-    from ..ir.expr import shape_from_attr
 
     out = []
     for i, arg in enumerate(fop.regions[0].blocks[0].arguments):
         attr = arg_attr(fop, i, "mlc.shape")
-        out.append(shape_from_attr(attr) if attr is not None else type_shape(arg.type, f"arg{i}"))
+        out.append(shape_from_attr(attr, error=GraphError) if attr is not None else type_shape(arg.type, f"arg{i}"))
     return out
 
 
@@ -234,12 +232,11 @@ def erase_unreferenced(module: ir.Module, names: set[str]) -> list[str]:
     erased: list[str] = []
     while True:
         used = symbol_uses(module)
-        victims = [op.operation for op in module.body.operations if op.operation.name == "func.func"
-                   and func_name(op.operation) in names and func_name(op.operation) not in used]
+        victims = {name: fop for name, fop in symbol_ops(module).items() if name in names and name not in used}
         if not victims:
             return erased
-        for fop in victims:
-            erased.append(func_name(fop))
+        for name, fop in victims.items():
+            erased.append(name)
             fop.erase()
 
 
@@ -283,8 +280,7 @@ def inline_graph_calls(module: ir.Module, *, max_depth: int = 32) -> int:
     count = 0
     inlined: set[str] = set()
     for _ in range(max_depth):
-        funcs = {func_name(op.operation): op.operation for op in module.body.operations
-                 if op.operation.name == "func.func"}
+        funcs = symbol_ops(module)
         calls = [o for fop in funcs.values() if is_graph_function(fop) for o in walk_ops(fop)
                  if o.name == "func.call" and ir.FlatSymbolRefAttr(o.attributes["callee"]).value in funcs
                  and is_graph_function(funcs[ir.FlatSymbolRefAttr(o.attributes["callee"]).value])]

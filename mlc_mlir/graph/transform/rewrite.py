@@ -40,7 +40,8 @@ from ...errors import GraphError
 from ...ir import Module
 from ..ir.analysis import PURE_MLC_OPS, clone_module, func_name, graph_functions, op_attrs, value_shapes
 from ..builder.emit import Emitter
-from ..ir.expr import Call, Expr, format_shape
+from ...tensor_types import format_shape
+from ..ir.expr import Call, Expr
 from .outline import is_primitive, outline_ops, users, value_name
 
 __all__ = ["Node", "Rewriter", "Pattern", "pattern", "apply_patterns", "ewise_fma"]
