@@ -12,8 +12,9 @@ Every block of every tensor program gets one kernel:
   part unrolled.
 
 With ``tunable=True`` the thread count and the reduction split are ``sample_categorical`` /
-``sample_perfect_tile`` decisions recorded in the trace, so a tuner can mutate and
-replay them (``space=mlc.tune.ScheduleFn(gpu_space)``).
+``sample_perfect_tile`` decisions recorded in the trace, labelled ``"<block>.threads"`` and
+``"<block>.k_unroll"``, so a tuner can mutate and replay them
+(``space=mlc.tune.ScheduleFn(gpu_space)``).
 
     sch = mlc.Schedule(mod)
     apply_gpu_rules(sch)                       # or gpu_space(sch) for the tunable form
@@ -59,7 +60,8 @@ def _schedule_block(sch: Schedule, func: str, name: str, *, threads: int | None,
     if loops != spatial + symbolic + reduction:
         sch.reorder(*spatial, *symbolic, *reduction)
     if tunable:
-        threads = int(sch.sample_categorical(list(THREAD_CHOICES), [1 / len(THREAD_CHOICES)] * len(THREAD_CHOICES)))
+        threads = int(sch.sample_categorical(list(THREAD_CHOICES), [1 / len(THREAD_CHOICES)] * len(THREAD_CHOICES),
+                                             label=f"{name}.threads"))
     nthreads = _threads_for(extents[-1], threads or DEFAULT_THREADS)
     bx, tx = sch.split(spatial[-1], [None, nthreads])
     if len(spatial) > 1:
@@ -72,7 +74,7 @@ def _schedule_block(sch: Schedule, func: str, name: str, *, threads: int | None,
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
     if reduction and tunable:
-        factors = sch.sample_perfect_tile(reduction[-1], 2, max_innermost_factor=8)
+        factors = sch.sample_perfect_tile(reduction[-1], 2, max_innermost_factor=8, label=f"{name}.k_unroll")
         _, k_inner = sch.split(reduction[-1], factors)
         sch.unroll(k_inner)
     if reduction and info.has_init:

@@ -1,22 +1,31 @@
 """The default rules' large contractions (:mod:`.rules`): the structure of a BLAS kernel.
 
-A contraction whose B panel does not stay in cache (:func:`_is_large`) is scheduled as
+A contraction whose B panel does not stay in cache (:func:`is_large`) is scheduled as
 ``benchmarks/schedules/matmul1024.mlir`` is written by hand: the cores share column
 blocks, k in cache blocks with B's panel copied once per block, the target's full
 register tile with the rows' remainder peeled, k unrolled inside the tile rows
-(:func:`_schedule_blocked`, every choice a decision of the tuner's space).
+(:func:`schedule_blocked`).
+
+Decisions (``<block>.<name>`` in the trace): ``parallel``, ``peel_cols``, ``col_block``,
+``split_cores``, ``row_block``, ``rows``, ``k_block``, ``k_unroll``, ``cache_b`` (see
+:func:`.rules.apply_rules`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from ..target import Target
 from .payload import BlockInfo
+from .rule_common import (Contraction, column_tile, divisors, largest_divisor, macs, parallel_options, register_rows,
+                          register_tile_for)
 from .rule_sampler import RuleSampler
-from .rule_util import (_Contraction, _column_tile, _divisors, _largest_divisor, _macs, _par_options, _register_rows,
-                        _try, register_tile_for)
 from .schedule import Schedule
+from .trace import BlockRV, LoopRV
 
-__all__ = ["LARGE_MACS", "K_BLOCK", "NC_BLOCK", "KC_BLOCK", "K_UNROLL", "_is_large", "_schedule_blocked"]
+__all__ = ["LARGE_MACS", "K_BLOCK", "NC_BLOCK", "KC_BLOCK", "K_UNROLL", "NC_PEELED", "KC_PEELED", "is_large",
+           "schedule_blocked"]
 
 #: contractions from this many multiply-adds (and a reduction of at least 2 * K_BLOCK) get
 #: cache blocks (NC_BLOCK x KC_BLOCK panels of B, one block of rows per core)
@@ -39,16 +48,26 @@ NC_PEELED = 256
 KC_PEELED = 256
 
 
-def _is_large(info: BlockInfo, kind: _Contraction) -> bool:
+def is_large(info: BlockInfo, kind: Contraction) -> bool:
     """A contraction whose B panel does not stay in cache: it gets cache blocks."""
     ext = info.extents
     return (kind.contiguous and kind.i is not None and not kind.batch and len(kind.reduce) == 1
-            and None not in ext and ext[kind.reduce[0]] >= 2 * K_BLOCK and _macs(info) >= LARGE_MACS
+            and None not in ext and ext[kind.reduce[0]] >= 2 * K_BLOCK and macs(info) >= LARGE_MACS
             and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1)
 
 
-def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contraction, tgt: Target,
-                      sm: RuleSampler) -> set[str]:
+@dataclass(frozen=True)
+class _Columns:
+    """The column structure: the register tile's columns, the column block, the peel."""
+
+    nr: int
+    nc: Any         # an int, or the sampled ExprRV
+    col_peel: bool
+    mr_cap: int
+
+
+def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contraction, tgt: Target,
+                     sm: RuleSampler) -> set[str]:
     """A large contraction in the structure of a BLAS kernel (as the hand script
     benchmarks/schedules/matmul1024.mlir): ``j0, ip, k0, it, jt, k1, ir, jr``.
 
@@ -66,71 +85,89 @@ def _schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: _Contrac
     tile's columns are whole vectors (1000 columns: 12 x 8 tiles, 1.3-1.4x NumPy, against
     4.3x with 10-column tiles), or where no full tile divides the columns, full tiles in
     wider column blocks with the partial one peeled (1000: blocks of 200 = 12 x 16 + 8,
-    k by 250: 1.1-1.2x). Parallel or not, NC, where the cores split, the rows per
-    block, the tile rows, KC, the k unroll and the copy are decisions."""
-    mr_cap, nr_cap = register_tile_for(info, tgt)
+    k by 250: 1.1-1.2x). Returns the names of the blocks scheduled (this one)."""
     ext = info.extents
     (kd,) = kind.reduce
     block = sch.get_block(info.name, fname)
     loops = sch.get_loops(block)
-    ei, ej, ek = ext[kind.i], ext[kind.j], ext[kd]
-    cores = tgt.num_cores
-    par = bool(int(sm.choose(_par_options(tgt), int(cores > 1))))
-    # candidates: NC a multiple of the tile's columns up to 512, 1 to 4 x cores row blocks, KC
-    # from 64 to 1024 (the tuner's space; the defaults: NC_BLOCK, KC_BLOCK, the cores on columns)
-    # whole vectors of columns (1000 columns: 8, not 10); a tile of one vector takes more rows
-    # (the accumulators fill the registers less 4: AVX2 12 x 8)
-    lanes = tgt.vector_lanes(info.element_type)
-    nr = _column_tile(ej, nr_cap, lanes)
-    # columns no full tile divides (1000 = 5 x 200, 200 = 12 x 16 + 8): the full tile, its
-    # partial last one peeled in each column block (a decision; without it, narrower tiles)
-    wide = [d for d in _divisors(ej, 512) if d % lanes == 0 and d > nr_cap]
-    col_peel = bool(nr < nr_cap and nr_cap % lanes == 0 and wide and int(sm.choose([0, 1], 1)))
-    if col_peel:
-        nr = nr_cap
-        nc_opts = wide
-        nc = sm.choose(nc_opts, max(d for d in nc_opts if d <= max(NC_PEELED, nc_opts[0])))
-    else:
-        if nr == lanes and nr_cap > lanes:
-            mr_cap = max(mr_cap, tgt.vector_registers - 4)
-        nc_opts = [d for d in _divisors(ej, 512) if d % nr == 0] or [ej]
-        nc = sm.choose(nc_opts, max(d for d in nc_opts if d <= max(NC_BLOCK, nc_opts[0])))
-    col_blocks = ej // int(nc)
+    ei, ej, cores = ext[kind.i], ext[kind.j], tgt.num_cores
+    par = bool(int(sm.choose("parallel", parallel_options(tgt), int(cores > 1))))
+    cols = _column_blocks(sm, info, kind, tgt)
+    col_blocks = ej // int(cols.nc)
     # (serial: the columns outermost, no decision)
-    on_cols = int(sm.choose([0, 1] if par else [1], int(not par or col_blocks % cores == 0 or col_blocks >= 4 * cores)))
-    row_opts = sorted({ei // p for p in _divisors(ei, 4 * cores)})
-    rows_rv = sm.choose(row_opts, ei // (_largest_divisor(ei, cores) if par and not on_cols else 1))
+    on_cols = int(sm.choose("split_cores", [0, 1] if par else [1],
+                            int(not par or col_blocks % cores == 0 or col_blocks >= 4 * cores)))
+    row_opts = sorted({ei // p for p in divisors(ei, 4 * cores)})
+    rows_rv = sm.choose("row_block", row_opts, ei // (largest_divisor(ei, cores) if par and not on_cols else 1))
     ip, ib = sch.split(loops[kind.i], [None, rows_rv])
     rows = int(rows_rv)
-    (it, ir), mr = _register_rows(sm, sch, ib, rows, mr_cap)
-    j0, jb = sch.split(loops[kind.j], [None, nc])
-    jt, jr = sch.split(jb, [None, nr])
-    kc_opts = [d for d in _divisors(ek, 1024) if d >= 64] or [ek]
-    kc_block = KC_PEELED if col_peel else KC_BLOCK
-    kc = sm.choose(kc_opts, max(d for d in kc_opts if d <= max(kc_block, kc_opts[0])))
-    k0, k1 = sch.split(loops[kd], [None, kc])
-    # k steps per iteration of the k loop (unrolled inside the tile's rows): fewer loop
-    # branches and address updates between the FMAs (unrolled outside the rows, each k step's
-    # 6 row updates chain from the loop's tile tensor again: bufferization then copies the
-    # tile at every step, 1 GFLOP/s)
-    ku = int(sm.choose(_divisors(int(kc), K_UNROLL), _largest_divisor(int(kc), K_UNROLL)))
-    k1, kr = sch.split(k1, [None, ku])
+    (it, ir), mr = register_rows(sm, sch, ib, rows, cols.mr_cap)
+    j0, jb = sch.split(loops[kind.j], [None, cols.nc])
+    jt, jr = sch.split(jb, [None, cols.nr])
+    k0, k1, kr, ku = _k_blocks(sch, sm, loops[kd], ext[kd], cols.col_peel)
     outer = [j0, ip] if on_cols else [ip, j0]
     sch.reorder(*outer, k0, it, jt, k1, ir, kr, jr)
     if rows % mr:
         sch.peel(it)
-    if col_peel:
+    if cols.col_peel:
         sch.peel(jt)
     sch.vectorize(jr)
     if mr > 1:
         sch.unroll(ir)
     if ku > 1:
         sch.unroll(kr)
-    if int(sm.choose([0, 1], 1)):
-        b_index = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
-        local = sch.cache_read(block, b_index, "local")
-        sch.compute_at(local, k0)
-        _try(sch.vectorize, sch.get_loops(local)[-1])
+    if int(sm.choose("cache_b", [0, 1], 1)):
+        _copy_b_panel(sch, block, info, kind, k0)
     if par:
-        _try(sch.parallel, outer[0])
+        sch.parallel(outer[0])
     return {info.name}
+
+
+def _column_blocks(sm: RuleSampler, info: BlockInfo, kind: Contraction, tgt: Target) -> _Columns:
+    """The tile's columns and the column block NC (decisions ``peel_cols``, ``col_block``).
+
+    Whole vectors of columns (1000 columns: 8, not 10); a tile of one vector takes more
+    rows (the accumulators fill the registers less 4: AVX2 12 x 8). Columns no full tile
+    divides (1000 = 5 x 200, 200 = 12 x 16 + 8): the full tile, its partial last one peeled
+    in each column block (``peel_cols``; without it, narrower tiles). NC a multiple of the
+    tile's columns up to 512 (default :data:`NC_BLOCK`, or :data:`NC_PEELED` peeled)."""
+    mr_cap, nr_cap = register_tile_for(info, tgt)
+    ej = info.extents[kind.j]
+    lanes = tgt.vector_lanes(info.element_type)
+    nr = column_tile(ej, nr_cap, lanes)
+    wide = [d for d in divisors(ej, 512) if d % lanes == 0 and d > nr_cap]
+    col_peel = bool(nr < nr_cap and nr_cap % lanes == 0 and wide and int(sm.choose("peel_cols", [0, 1], 1)))
+    if col_peel:
+        nc = sm.choose("col_block", wide, max(d for d in wide if d <= max(NC_PEELED, wide[0])))
+        return _Columns(nr_cap, nc, True, mr_cap)
+    if nr == lanes and nr_cap > lanes:
+        mr_cap = max(mr_cap, tgt.vector_registers - 4)
+    nc_opts = [d for d in divisors(ej, 512) if d % nr == 0] or [ej]
+    nc = sm.choose("col_block", nc_opts, max(d for d in nc_opts if d <= max(NC_BLOCK, nc_opts[0])))
+    return _Columns(nr, nc, False, mr_cap)
+
+
+def _k_blocks(sch: Schedule, sm: RuleSampler, k: LoopRV, ek: int,
+              col_peel: bool) -> tuple[LoopRV, LoopRV, LoopRV, int]:
+    """k by KC (decision ``k_block``: 64 to 1024, default :data:`KC_BLOCK`, or
+    :data:`KC_PEELED` with peeled columns), then KC by the k steps unrolled inside the
+    tile's rows (decision ``k_unroll``, up to :data:`K_UNROLL`): fewer loop branches and
+    address updates between the FMAs (unrolled outside the rows, each k step's 6 row
+    updates chain from the loop's tile tensor again: bufferization then copies the tile at
+    every step, 1 GFLOP/s). Returns ``k0, k1, kr`` and the unroll."""
+    kc_opts = [d for d in divisors(ek, 1024) if d >= 64] or [ek]
+    kc_block = KC_PEELED if col_peel else KC_BLOCK
+    kc = sm.choose("k_block", kc_opts, max(d for d in kc_opts if d <= max(kc_block, kc_opts[0])))
+    k0, k1 = sch.split(k, [None, kc])
+    ku = int(sm.choose("k_unroll", divisors(int(kc), K_UNROLL), largest_divisor(int(kc), K_UNROLL)))
+    k1, kr = sch.split(k1, [None, ku])
+    return k0, k1, kr, ku
+
+
+def _copy_b_panel(sch: Schedule, block: BlockRV, info: BlockInfo, kind: Contraction, k0: LoopRV) -> None:
+    """B's KC x NC panel copied into a local buffer at ``k0`` (decision ``cache_b``), the
+    copy vectorized along its columns."""
+    b_index = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
+    local = sch.cache_read(block, b_index, "local")
+    sch.compute_at(local, k0)
+    sch.vectorize(sch.get_loops(local)[-1])

@@ -2,7 +2,9 @@
 
 A decision is printed in the trace (``decision=[32, 4]``), emitted as a
 ``transform.tune.knob`` with its ``selected`` value, and replayed (or replaced) by
-``trace.apply`` / ``trace.with_decisions``.
+``trace.apply`` / ``trace.with_decisions``. A ``label`` names what the decision is for
+(the default rules label theirs ``"<block>.<decision>"``, e.g. ``label="Y.rows"``); it is
+printed, stored in the trace's JSON and replayed with it, and changes nothing else.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class SamplingPrimitives:
     """sample_perfect_tile and sample_categorical."""
 
     def sample_perfect_tile(self, loop: LoopRV, n: int, max_innermost_factor: int | None = None,
-                            decision: Sequence[int] | None = None) -> list[ExprRV]:
+                            decision: Sequence[int] | None = None, *, label: str | None = None) -> list[ExprRV]:
         """Sample ``n`` factors whose product is exactly ``loop``'s extent (innermost at most
         ``max_innermost_factor``, default 16 as in TVM).
 
@@ -47,10 +49,14 @@ class SamplingPrimitives:
             print(sch.trace)
             # v4, v5 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=[32, 4])
 
+        ``label`` names the decision in the trace (``label="Y.cols"``).
+
         Raises:
             ScheduleError: a dynamic extent, ``n < 1``, no tiling within
-                ``max_innermost_factor``, or a ``decision`` that is not a valid tiling.
+                ``max_innermost_factor``, a ``decision`` that is not a valid tiling, or a
+                ``label`` that is not a str.
         """
+        _check_label(label, "sample_perfect_tile")
         limit = DEFAULT_MAX_INNERMOST if max_innermost_factor is None else max_innermost_factor
         if not isinstance(n, int) or n < 1:
             raise ScheduleError(f"sample_perfect_tile: n must be a positive int, got {n!r}")
@@ -74,20 +80,22 @@ class SamplingPrimitives:
         rvs = [ExprRV(v) for v in choice]
         with self._edit(changes_ir=False):
             self._record("sample_perfect_tile",
-                         [("loop", loop), ("n", n), ("max_innermost_factor", limit),
+                         [("loop", loop), ("n", n), ("max_innermost_factor", limit), *_label_arg(label),
                           ("_options", tuple(list(o) for o in options)), ("_selected", list(choice))],
                          tuple(rvs), list(choice))
         return rvs
 
     def sample_categorical(self, candidates: Sequence[int], probs: Sequence[float],
-                           decision: int | None = None) -> ExprRV:
+                           decision: int | None = None, *, label: str | None = None) -> ExprRV:
         """Sample one of ``candidates`` with probabilities ``probs``; the decision is the
-        chosen index (``decision=1`` picks ``candidates[1]``).
+        chosen index (``decision=1`` picks ``candidates[1]``); ``label`` names the decision
+        in the trace (``label="Y.rows"``).
 
         Raises:
             ScheduleError: lengths differ, probabilities are negative or do not sum to 1,
-                or the decision is out of range.
+                the decision is out of range, or ``label`` is not a str.
         """
+        _check_label(label, "sample_categorical")
         cands, ps = list(candidates), [float(p) for p in probs]
         if not cands or len(cands) != len(ps):
             raise ScheduleError(f"sample_categorical: {len(cands)} candidates but {len(ps)} probabilities")
@@ -105,6 +113,16 @@ class SamplingPrimitives:
         rv = ExprRV(cands[index])
         with self._edit(changes_ir=False):
             self._record("sample_categorical",
-                         [("candidates", cands), ("probs", ps), ("_options", tuple(cands)),
+                         [("candidates", cands), ("probs", ps), *_label_arg(label), ("_options", tuple(cands)),
                           ("_selected", cands[index])], (rv,), index)
         return rv
+
+
+def _check_label(label: object, what: str) -> None:
+    if label is not None and not isinstance(label, str):
+        raise ScheduleError(f"{what}: label must be a str or None, got {label!r}")
+
+
+def _label_arg(label: str | None) -> list[tuple[str, str]]:
+    """The ``label`` argument as recorded: absent when None (unlabelled traces keep their form)."""
+    return [] if label is None else [("label", label)]

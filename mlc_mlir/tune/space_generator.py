@@ -126,24 +126,35 @@ class AutoSchedule(SpaceGenerator):
 
     def generate(self, mod: Module, seed: int) -> Schedule:
         rng = random.Random(seed)
-        return self._rules(mod, lambda site, n, default: default if rng.random() < self.keep else rng.randrange(n))
+        return self._rules(mod, lambda d: d.default if rng.random() < self.keep else rng.randrange(len(d.options)))
 
     def initial(self, mod: Module) -> list[Schedule]:
         return [self._rules(mod, None)]
 
     def mutate(self, mod: Module, trace: Trace, rng: random.Random) -> Schedule | None:
-        picks = [_index(inst) for inst in trace.instructions if inst.kind in SAMPLING_KINDS]
-        sizes = [len(inst.arg("_options") or ()) for inst in trace.instructions if inst.kind in SAMPLING_KINDS]
-        sites = [k for k, n in enumerate(sizes) if n > 1]
+        """One of the rules' decisions changed, the rules re-run with the others kept by name
+        (a decision is its label, ``"Y.rows"``, and its place among the decisions so
+        labelled): a decision the change removes is dropped, one it adds takes the rule's
+        own pick. A trace whose sampling instructions have no labels (recorded before the
+        decisions had names) is mutated as any trace is (one decision changed, replayed)."""
+        named = _named_picks(trace)
+        if named is None:
+            return super().mutate(mod, trace, rng)
+        sites = [key for key, (_, n) in named.items() if n > 1]
         if not sites:
             return None
         site = rng.choice(sites)
-        new = rng.choice([i for i in range(sizes[site]) if i != picks[site]])
+        pick, n = named[site]
+        new = rng.choice([i for i in range(n) if i != pick])
+        seen: dict[str, int] = {}
 
-        def decide(k: int, n: int, default: int) -> int:
-            if k == site:
-                return new if new < n else default
-            return picks[k] if k < len(picks) and picks[k] is not None and picks[k] < n else default
+        def decide(d: Any) -> int | None:
+            key = (d.label, seen.get(d.label, 0))
+            seen[d.label] = key[1] + 1
+            if key == site:
+                return new if new < len(d.options) else None
+            old = named.get(key, (None, 0))[0]
+            return old if old is not None and old < len(d.options) else None
         return self._rules(mod, decide)
 
     def __repr__(self) -> str:
@@ -159,6 +170,22 @@ def make_space(space: Any, target: Any) -> SpaceGenerator:
     if callable(space):
         return ScheduleFn(space)
     raise TuneError(f"space must be None, a ScheduleFn or a function of a Schedule, got {type(space).__name__}")
+
+
+def _named_picks(trace: Trace) -> dict[tuple[str, int], tuple[int | None, int]] | None:
+    """``{(label, k): (index of the decision, number of options)}`` of the trace's sampling
+    instructions (``k``: the k-th with that label); None when one has no label."""
+    named: dict[tuple[str, int], tuple[int | None, int]] = {}
+    counts: dict[str, int] = {}
+    for inst in trace.instructions:
+        if inst.kind not in SAMPLING_KINDS:
+            continue
+        label = inst.arg("label")
+        if label is None:
+            return None
+        counts[label] = counts.get(label, 0) + 1
+        named[(label, counts[label] - 1)] = (_index(inst), len(inst.arg("_options") or ()))
+    return named
 
 
 def _index(inst: Any) -> int | None:

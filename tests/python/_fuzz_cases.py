@@ -170,12 +170,12 @@ def schedule(program: str, steps: list[list]) -> None:
 
 
 def rules(program: str, picks: list[int], cores: int) -> None:
-    """The default rules with the decisions ``picks`` (cycled; each taken modulo the
-    number of options at its site) on ``cores`` cores."""
+    """The default rules with the decisions ``picks`` (cycled over the decisions in the
+    order the rules reach them; each taken modulo the number of options) on ``cores`` cores."""
     mod, inputs, want, _ = _program(program)
     sch = mlc.Schedule(mod, seed=0)
     mlc.schedule.rules.apply_rules(sch, f"llvm -mcpu=haswell -num-cores={cores}",
-                                   decide=lambda site, n, default: picks[site % len(picks)] % n if picks else default)
+                                   decide=lambda d: picks[d.site % len(picks)] % len(d.options) if picks else None)
     out = np.zeros_like(want)
     mlc.build(sch.mod, target=f"llvm -num-cores={cores}")["main"](*inputs, out)
     _close(out, want, f"rules {program} {picks} on {cores} cores: {sch.trace}")

@@ -86,23 +86,14 @@ def test_rules_peel_the_columns_where_divisors_cannot_fill_the_tile():
 
 
 def test_tuner_can_turn_the_column_peel_off():
-    """The column peel is a decision (tunable): with the other option the column tile is a
-    divisor again, and the result still equals NumPy."""
-    sites = []
-
-    def decide(site, n, default):
-        sites.append((n, default))
-        return default
-
+    """The column peel is a decision (tunable, ``peel_cols``): with the other option the
+    column tile is a divisor again, and the result still equals NumPy."""
     sch = Schedule(linear_relu(127, 127, 16))
-    apply_rules(sch, "llvm -mcpu=haswell -num-cores=1", decide=decide)
-    assert "sch.peel(" in str(sch.trace)
-    # the column-peel site: two options, default 1; flip it
-    flip = next(i for i, (n, d) in enumerate(sites) if n == 2 and d == 1)
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=1", tunable=True)
+    assert "sch.peel(" in str(sch.trace) and 'label="Y.peel_cols", decision=1)' in str(sch.trace)
     sch2 = Schedule(linear_relu(127, 127, 16))
-    apply_rules(sch2, "llvm -mcpu=haswell -num-cores=1",
-                decide=lambda site, n, default: 1 - default if site == flip else default)
-    assert str(sch2.trace).count("sch.peel(") == 1
+    apply_rules(sch2, "llvm -mcpu=haswell -num-cores=1", decide={"peel_cols": 0})
+    assert str(sch2.trace).count("sch.peel(") == 1 and 'label="Y.peel_cols", decision=0)' in str(sch2.trace)
     run(sch2.mod, 127, 127, 16, np.random.default_rng(0))
 
 

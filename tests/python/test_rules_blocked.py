@@ -1,7 +1,7 @@
-"""The default rules' large-contraction schedule (``rules._schedule_blocked``): the structure of
-a BLAS kernel (the NC column blocks shared by the cores, or one block of rows per core when
-they do not share out evenly; the full 6 x 16 register tile with the rows' remainder peeled,
-the KC x NC panel of B copied once per cache block) equals NumPy, keeps
+"""The default rules' large-contraction schedule (``rule_blocked.schedule_blocked``): the
+structure of a BLAS kernel (the NC column blocks shared by the cores, or one block of rows
+per core when they do not share out evenly; the full 6 x 16 register tile with the rows'
+remainder peeled, the KC x NC panel of B copied once per cache block) equals NumPy, keeps
 its accumulators in registers, and every block size is a decision the tuner can change
 (no timing here: benchmarks/bench_matmul.py)."""
 
@@ -88,12 +88,12 @@ def test_large_matmul_keeps_the_tile_in_registers(capsys):
 def test_block_sizes_are_decisions():
     # every decision of the large path, picked at random: the schedule stays correct, the
     # trace records each choice and replays to the same IR
-    seen: list[tuple[int, int]] = []
+    seen: list[str] = []
 
     def decide(rng):
-        def pick(site, n, default):
-            seen.append((n, default))
-            return rng.randrange(n)
+        def pick(decision):
+            seen.append(decision.name)
+            return rng.randrange(len(decision.options))
         return pick
 
     texts = set()
@@ -104,9 +104,12 @@ def test_block_sizes_are_decisions():
         text = str(sch.trace)
         texts.add(text)
         # parallel, NC, cores on columns or rows (only when parallel), rows per block, tile
-        # rows, KC, k unroll, the copy: 8 sites (7 serial), each recorded in the trace
+        # rows, KC, k unroll, the copy: 8 decisions (7 serial), each recorded in the trace
         parallel = "sch.parallel(" in text
-        assert len(seen) == (8 if parallel else 7) == text.count("sample_categorical")
+        names = ["parallel", "col_block", "split_cores", "row_block", "rows", "k_block", "k_unroll", "cache_b"]
+        assert seen == [n for n in names if parallel or n != "split_cores"]
+        assert len(seen) == text.count("sample_categorical")
+        assert all(f'label="Y.{n}"' in text for n in seen)
         again = Schedule(matmul()).replay(Trace.from_json(sch.trace.as_json()))
         assert str(again.mod) == str(sch.mod)
         run(sch.mod)
@@ -115,7 +118,8 @@ def test_block_sizes_are_decisions():
     seen.clear()
     sch = Schedule(matmul())
     apply_rules(sch, "llvm -mcpu=haswell -num-cores=1", decide=decide(random.Random(4)))
-    assert len(seen) == 6 == str(sch.trace).count("sample_categorical")
+    assert seen == ["col_block", "row_block", "rows", "k_block", "k_unroll", "cache_b"]
+    assert str(sch.trace).count("sample_categorical") == 6
     run(sch.mod)
 
 
@@ -139,7 +143,7 @@ def test_large_matmul_odd_shapes_equal_numpy(shape):
     b = rng.standard_normal((k, n), dtype=np.float32)
     ref = a @ b
     pick = random.Random(sum(shape))
-    for decide in (None, lambda site, count, default: pick.randrange(count)):
+    for decide in (None, lambda decision: pick.randrange(len(decision.options))):
         sch = Schedule(matmul_mnk(m, n, k))
         apply_rules(sch, "llvm -mcpu=haswell -num-cores=2", decide=decide)
         assert "sch.cache_read(" in str(sch.trace) or decide is not None
@@ -163,16 +167,10 @@ def test_large_matmul_without_the_column_peel():
     # the column peel is a decision: without it, tiles of one vector (8), not of 10 (a vector
     # and 2 lanes, 4x slower), with the rows that then fit the registers (12 accumulators + B
     # + a broadcast: 12 x 8), the rows' remainder (1000 = 83 x 12 + 4) peeled
-    sites = []
-
-    def no_column_peel(site, n, default):
-        sites.append((n, default))
-        return 0 if len(sites) == 2 else default  # site 0: parallel, site 1: the column peel
-
     sch = Schedule(matmul_mnk(1000, 1000, 1000))
-    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2", decide=no_column_peel)
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2", decide={"Y.peel_cols": 0})
     text = str(sch.trace)
-    assert sites[1] == (2, 1) and text.count("sch.peel(") == 1
+    assert 'label="Y.peel_cols", decision=0)' in text and text.count("sch.peel(") == 1
     ir_text = str(sch.mod)  # (the factors are sampled: the tile is read from the IR)
     assert "vector<1x8xf32>" in ir_text and "vector<1x16xf32>" not in ir_text and "vector<1x10xf32>" not in ir_text
     assert "%c996 step %c12" in ir_text  # 83 full tiles of 12 rows

@@ -34,12 +34,12 @@ def test_few_rows_equal_numpy(rng, m, n, k):
 @pytest.mark.parametrize("m,n", [(128, 128), (127, 96), (6, 64)])
 def test_column_blocks_per_core_equal_numpy(rng, m, n):
     """On two cores the rules may give each core a block of column tiles (all the rows)
-    instead of a block of rows: parallel (site 0), then the decision after the column split
-    (site 2; with 127 rows there is no row block per core: columns without a decision)."""
+    instead of a block of rows: decisions ``parallel`` and ``split_cores`` (with 127 rows
+    there is no row block per core: columns without a decision; 2-row tiles then)."""
     k = 40
     sch = mlc.Schedule(linear_relu(m, n, k))
     apply_rules(sch, "llvm -mcpu=haswell -num-cores=2",
-                decide=lambda site, n_opts, default: 1 if site in (0, 2) else default)
+                decide={"Y.parallel": 1, "split_cores": 1} if m % 2 == 0 else {"Y.parallel": 1, "rows": 2})
     text = str(sch.trace)
     assert "factors=[2, None]" in text and "sch.parallel(" in text, text
     x, w, b = (rng.standard_normal(s).astype("float32") for s in [(m, k), (k, n), (n,)])

@@ -31,13 +31,13 @@ def test_first_candidate_is_the_rules_schedule():
 
 
 def test_invalid_decide_pick_is_a_schedule_error():
-    """A pick that is not an index of a site's options is refused, naming the site, the pick
-    and the options (it was once replaced by the rule's own pick without a word); None and
-    NumPy integers are picks."""
-    sites = []
+    """A pick that is not an index of a decision's options is refused, naming the decision
+    (its label, site and sample kind), the pick and the options (it was once replaced by
+    the rule's own pick without a word); None and NumPy integers are picks."""
+    seen = []
 
-    def record(site, n, default):
-        sites.append(n)
+    def record(decision):
+        seen.append(decision)
         return None  # the rule's own pick
 
     sch = Schedule(mm_relu())
@@ -46,18 +46,20 @@ def test_invalid_decide_pick_is_a_schedule_error():
     apply_rules(ref, HASWELL, tunable=True)
     assert str(sch.trace) == str(ref.trace)
     assert str(Schedule(mm_relu()).replay(Trace.from_json(sch.trace.as_json())).mod) == str(sch.mod)
-    kinds = [i.kind for i in sch.trace.instructions if i.kind in ("sample_categorical", "sample_perfect_tile")]
-    assert len(kinds) == len(sites) and {"sample_categorical", "sample_perfect_tile"} <= set(kinds)
-    for site in (kinds.index("sample_categorical"), kinds.index("sample_perfect_tile")):
-        n = sites[site]
+    sampled = [i for i in sch.trace.instructions if i.kind in ("sample_categorical", "sample_perfect_tile")]
+    assert [(i.kind, i.arg("label")) for i in sampled] == [(d.kind, d.label) for d in seen]
+    assert {"sample_categorical", "sample_perfect_tile"} <= {d.kind for d in seen}
+    for kind in ("sample_categorical", "sample_perfect_tile"):
+        d = next(d for d in seen if d.kind == kind)
+        n = len(d.options)
         for bad in (n, -1, 1.0, "0", True):
-            msg = (rf"decide picked {re.escape(repr(bad))} for decision {site} \({kinds[site]}[^)]*\); "
-                   rf"valid picks are the indices 0\.\.{n - 1} of \[")
+            msg = (rf"decide picked {re.escape(repr(bad))} for decision {re.escape(d.label)} \(site {d.site}, "
+                   rf"{kind}[^)]*\); valid picks are the indices 0\.\.{n - 1} of \[")
             with pytest.raises(mlc.ScheduleError, match=msg):
                 apply_rules(Schedule(mm_relu()), HASWELL,
-                            decide=lambda s, count, default, site=site, bad=bad: bad if s == site else default)
+                            decide=lambda x, site=d.site, bad=bad: bad if x.site == site else None)
     np_picks = Schedule(mm_relu())
-    apply_rules(np_picks, HASWELL, decide=lambda s, count, default: np.int64(default))
+    apply_rules(np_picks, HASWELL, decide=lambda d: np.int64(d.default))
     assert str(np_picks.trace) == str(ref.trace)
 
 

@@ -85,14 +85,15 @@ def test_transposed_b():
     print(sch.mod)
 
 
-# tunable: the same schedule, each choice a sampling decision with the rule's pick selected;
-# enough cores and work -> parallel (decision 1): the rows split in one block per core, each
-# in 6-row register tiles (the rows sampled among 1..6; 24 rows: no partial tile to peel).
+# tunable: the same schedule, each choice a sampling decision named by its block and the
+# rule's decision, with the rule's pick selected; enough cores and work -> parallel
+# (decision 1): the rows split in one block per core, each in 6-row register tiles (the rows
+# sampled among 1..6; 24 rows: no partial tile to peel).
 # CHECK-LABEL: TEST: test_tunable
-# CHECK: sch.sample_categorical(candidates=[0, 1], probs=[0.5, 0.5], decision=1)
-# CHECK: sch.sample_perfect_tile(loop={{l[0-9]+}}, n=2, max_innermost_factor=16, decision=[4, 16])
+# CHECK: sch.sample_categorical(candidates=[0, 1], probs=[0.5, 0.5], label="Y.parallel", decision=1)
+# CHECK: sch.sample_perfect_tile(loop={{l[0-9]+}}, n=2, max_innermost_factor=16, label="Y.cols", decision=[4, 16])
 # CHECK: sch.split(loop={{l[0-9]+}}, factors=[4, None])
-# CHECK: [[MR:v[0-9]+]] = sch.sample_categorical(candidates=[1, 2, 3, 4, 5, 6], {{.*}}decision=5)
+# CHECK: [[MR:v[0-9]+]] = sch.sample_categorical(candidates=[1, 2, 3, 4, 5, 6], {{.*}}label="Y.rows", decision=5)
 # CHECK: sch.split(loop={{l[0-9]+}}, factors=[None, [[MR]]])
 # CHECK-NOT: sch.peel(
 # CHECK: sch.parallel(

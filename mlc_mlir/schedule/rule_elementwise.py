@@ -1,0 +1,51 @@
+"""The default rules' elementwise blocks (:mod:`.rules`): only spatial dims.
+
+The last dim split by the largest divisor up to four vectors, vectorized; the outermost
+loop parallel above :data:`PARALLEL_MIN_ELEMENTS` elements.
+
+Decisions (``<block>.<name>`` in the trace): ``vector``, ``parallel``.
+"""
+
+from __future__ import annotations
+
+from ..target import Target
+from .payload import BlockInfo
+from .rule_common import is_plain, largest_divisor, parallel_options
+from .rule_sampler import RuleSampler
+from .schedule import Schedule
+
+__all__ = ["PARALLEL_MIN_ELEMENTS", "is_elementwise", "schedule_elementwise"]
+
+#: an elementwise block runs its outer loop in parallel from this many elements
+PARALLEL_MIN_ELEMENTS = 1 << 17
+
+
+def is_elementwise(info: BlockInfo) -> bool:
+    """Only spatial dims, every operand indexed by plain dims."""
+    return all(it == "parallel" for it in info.iters) and is_plain(info)
+
+
+def schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Target, sm: RuleSampler,
+                         lanes: int) -> None:
+    """Vectorize the last dim (decision ``vector``: the inner factor, up to four vectors of
+    ``lanes``) and run the outer loop in parallel (decision ``parallel``). A block whose
+    output's last index is not its last, static dim, or whose last dim has no divisor of 2
+    or more within four vectors, is left as it is."""
+    out = info.maps[-1]
+    if not out or out[-1] is None or info.extents[out[-1]] is None:
+        return
+    block = sch.get_block(info.name, fname)
+    loops = sch.get_loops(block)
+    last = out[-1]
+    v = largest_divisor(info.extents[last], 4 * lanes)
+    if v < 2 or last != info.ndims - 1:
+        return
+    (_, inner), _ = sm.split("vector", loops[last], info.extents[last], v, 4 * lanes)
+    sch.vectorize(inner)
+    elements = 1
+    for e in info.extents:
+        elements *= e if e is not None else 64
+    top = sch.get_loops(block)[0]
+    want = tgt.num_cores > 1 and elements >= PARALLEL_MIN_ELEMENTS and len(info.extents) > 1
+    if int(sm.choose("parallel", parallel_options(tgt), int(want))):
+        sch.parallel(top)
