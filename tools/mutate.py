@@ -8,16 +8,18 @@ run against each mutant in a fresh process (``pytest -x``): a mutant the tests f
 
 The mutants are applied in a scratch copy of the checkout per module
 (``build/mutate/<module>/tree``, synced at each start, run with ``PYTHONPATH`` on it),
-never in the working tree, so other work in the tree is not disturbed. Sessions are kept
-in ``build/mutate/<module>/``: a rerun resumes where an interrupted one stopped
-(``--fresh`` starts over, ``--rerun-survivors`` runs the survivors against new tests). Survivors judged equivalent (no test
-can tell them apart) are listed in ``tools/mutate_equivalent.toml``; the score is
-killed / (mutants - equivalent). The report (``build/mutate/report.md``) gives the counts
-per module and the diff of every surviving mutant.
+never in the working tree, so other work in the tree is not disturbed; each run first
+checks that the module's tests pass there. Sessions are kept in ``build/mutate/<module>/``:
+a rerun resumes where an interrupted one stopped (``--fresh`` starts over,
+``--rerun-survivors`` runs the survivors against new tests). Survivors judged equivalent
+(no test can tell them from the original) are listed in ``tools/mutate_equivalent.toml``;
+the score is killed / (killed + survived - equivalent), mutants cosmic-ray could not apply
+(incompetent) left out. The report (``build/mutate/report.md``) gives the counts per
+module and the diff of every surviving mutant not listed as equivalent.
 
     python tools/mutate.py                       # every module (hours)
     python tools/mutate.py --modules database fold_constant
-    python tools/mutate.py --list                # modules, files, tests, mutant counts
+    python tools/mutate.py --list                # modules, files and tests
     python tools/mutate.py --report              # the report of the sessions so far
     python tools/mutate.py --modules database --rerun-survivors
     python tools/mutate.py --source head         # the last commit, not the working tree

@@ -25,7 +25,7 @@ from mlc_mlir.context import mlc_context
 from mlc_mlir.graph import BlockBuilder, Var, op
 from mlc_mlir.graph.transform import FoldConstant, FuseTIR, LegalizeOps
 from mlc_mlir.schedule import Schedule
-from mlc_mlir.testing import check_mm_relu, filecheck
+from mlc_mlir.testing import check_mm_relu, check_schedule, filecheck
 from mlc_mlir.testing.programs import linear, mm_relu
 from mlc_mlir.tune.database import JSONDatabase, TuningRecord
 
@@ -113,9 +113,7 @@ def test_unroll_of_a_partial_tiled_loop_unrolls_every_tile(factor):
     text = str(sch.mod)
     assert "scf.for" not in text and text.count('mlc.block = "B"') == -(-10 // factor)
     x = np.random.default_rng(0).standard_normal((10, 16)).astype("float32")
-    out = np.zeros_like(x)
-    mlc.build(sch.mod)["double"](x, out)
-    np.testing.assert_allclose(out, 2 * x)
+    check_schedule(sch, "double", [x, np.zeros_like(x)], 2 * x)  # numerics, and the trace replays
 
 
 def test_unroll_refuses_one_trip_over_the_limit():
@@ -304,6 +302,4 @@ def test_peeled_rows_and_columns_unroll_every_copy():
     assert _loop_names(text) == {"i_0", "j_0", "k"}
     rng = np.random.default_rng(7)
     x, w = rng.standard_normal((14, 9)).astype("float32"), rng.standard_normal((9, 37)).astype("float32")
-    out = np.zeros((14, 37), "float32")
-    mlc.build(sch.mod)["linear"](x, w, out)
-    np.testing.assert_allclose(out, np.maximum(x @ w, 0), rtol=1e-4, atol=1e-4)
+    check_schedule(sch, "linear", [x, w, np.zeros((14, 37), "float32")], np.maximum(x @ w, 0))
