@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from ..ir import Module
 from ..target import Target
-from .abi import FuncSignature
+from ..runtime.signature import FuncSignature
 from .driver import Compiled, compile, lower
-from .executable import CompiledFunction, ProfileResult, RuntimeModule
+from ..runtime.module import CompiledFunction, ProfileResult, RuntimeModule
+from .executable import JitModule
 from .pipeline import Compilation, GraphStage, ModuleStage, PassStage, Stage, run_stage, run_stages
 
-__all__ = ["build", "compile", "lower", "Compiled", "RuntimeModule", "CompiledFunction", "ProfileResult",
+__all__ = ["build", "compile", "lower", "Compiled", "RuntimeModule", "JitModule", "CompiledFunction", "ProfileResult",
            "Stage", "PassStage", "ModuleStage", "GraphStage", "Compilation", "run_stage", "run_stages",
            "FuncSignature"]
 

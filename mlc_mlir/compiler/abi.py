@@ -19,48 +19,20 @@ so that one-shot bufferization writes results straight into the caller's arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from mlir import ir
 from mlir.dialects import bufferization, func
 
-from ..irutil import sym_name
+from ..irutil import sym_name, symbol_ops
 from ..errors import BuildError
+from ..runtime.signature import ArgSpec, FuncSignature
 
-__all__ = ["ArgSpec", "FuncSignature", "to_memref_abi", "public_functions"]
-
-
-@dataclass(frozen=True)
-class ArgSpec:
-    """One argument of a compiled function: element type, shape (None = dynamic), symbols.
-
-    ``strides`` (in elements, None = dynamic) and ``offset`` describe a memref argument
-    with a non-identity layout (``memref<2x3xf32, strided<[1, 2]>>``); both are None for
-    the identity layout (C-contiguous arrays), which every tensor argument has.
-    """
-
-    name: str
-    elem: str
-    shape: tuple[int | None, ...]
-    symbols: tuple[str | None, ...]
-    is_output: bool
-    strides: tuple[int | None, ...] | None = None
-    offset: int | None = None
-
-
-@dataclass(frozen=True)
-class FuncSignature:
-    name: str
-    args: tuple[ArgSpec, ...]
+__all__ = ["to_memref_abi", "public_functions"]
 
 
 def public_functions(module: ir.Module) -> list[ir.Operation]:
     """``func.func`` ops with a body and public visibility."""
     out = []
-    for op in module.body.operations:
-        op = op.operation
-        if op.name != "func.func" or not op.regions[0].blocks:
-            continue
+    for op in symbol_ops(module, defined=True).values():
         vis = op.attributes["sym_visibility"] if "sym_visibility" in op.attributes else None
         if vis is not None and ir.StringAttr(vis).value != "public":
             continue

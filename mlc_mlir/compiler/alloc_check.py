@@ -35,6 +35,7 @@ from mlir import ir
 from mlir.dialects import llvm
 from mlir.execution_engine import ExecutionEngine
 
+from ..irutil import symbol_ops
 from ..errors import AllocationError
 
 __all__ = ["AllocationError", "check_allocations", "alloc_failure_check", "FLAG_SYMBOL", "GETTER_SYMBOL"]
@@ -46,10 +47,7 @@ _ALLOCATORS = ("malloc", "aligned_alloc")
 
 def _allocation_calls(module: ir.Module) -> list[ir.Operation]:
     calls = []
-    for fn in module.body.operations:
-        fn = fn.operation
-        if fn.name != "llvm.func" or not fn.regions[0].blocks:
-            continue
+    for fn in symbol_ops(module, "llvm.func", defined=True).values():
         for block in fn.regions[0].blocks:
             for op in block.operations:
                 op = op.operation

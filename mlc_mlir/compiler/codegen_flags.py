@@ -29,10 +29,10 @@ from collections.abc import Mapping
 
 from mlir import ir
 
-from ..irutil import sym_name
+from ..irutil import symbol_ops
 from ..errors import BuildError
 from ..target import Target
-from .abi import FuncSignature
+from ..runtime.signature import FuncSignature
 
 __all__ = ["FASTMATH_FLAGS", "check_fastmath", "set_fastmath", "set_noalias", "set_target_attrs"]
 
@@ -86,11 +86,7 @@ def set_noalias(module: ir.Module, signatures: Mapping[str, FuncSignature]) -> N
     Runs on the LLVM dialect: each ``llvm.func @name`` of ``signatures`` has the expanded
     descriptor arguments (allocated, aligned, offset, sizes..., strides...) per memref.
     """
-    for op in module.body.operations:
-        op = op.operation
-        if op.name != "llvm.func" or not op.regions[0].blocks:
-            continue
-        name = sym_name(op)
+    for name, op in symbol_ops(module, "llvm.func", defined=True).items():
         if name not in signatures:
             continue
         n = len(op.regions[0].blocks[0].arguments)
@@ -113,9 +109,7 @@ def set_target_attrs(module: ir.Module, target: Target) -> None:
         return
     cpu_attr = ir.StringAttr.get(cpu)
     feat_attr = ir.Attribute.parse("#llvm.target_features<[" + ", ".join(f'"{f}"' for f in feats) + "]>")
-    for op in module.body.operations:
-        op = op.operation
-        if op.name == "llvm.func" and op.regions[0].blocks:
-            op.attributes["target_cpu"] = cpu_attr
-            if feats:
-                op.attributes["target_features"] = feat_attr
+    for op in symbol_ops(module, "llvm.func", defined=True).values():
+        op.attributes["target_cpu"] = cpu_attr
+        if feats:
+            op.attributes["target_features"] = feat_attr

@@ -26,14 +26,15 @@ from mlir import ir
 from mlir.dialects import gpu
 from mlir.execution_engine import ExecutionEngine
 
-from ..irutil import sym_name
+from ..irutil import symbol_ops
 from ..context import mlc_context
 from ..errors import BuildError, MlcError
 from ..runtime import cuda_device as cu
 from ..runtime.mgpu import KernelRuntime
-from .abi import FuncSignature
-from .cuda_call import CudaFunction, cuda_time_evaluator
-from .executable import ProfileResult, RuntimeModule
+from ..runtime.signature import FuncSignature
+from ..runtime.cuda_call import CudaFunction, cuda_time_evaluator
+from ..runtime.module import ProfileResult
+from .executable import JitModule
 from .gpu_pipeline import CudaTarget
 from .pipeline import run_pipeline
 
@@ -83,7 +84,7 @@ def _runs_on(arch: str, fmt: str, device: str) -> bool:
     return have // 10 == want // 10 and have >= want  # cubin: same major, minor at least
 
 
-class CudaModule(RuntimeModule):
+class CudaModule(JitModule):
     """A module built for CUDA: host functions (JIT) plus kernels in ``gpu.binary`` ops.
 
     ``rt["f"](*args)`` takes CUDA arrays (``mlc.runtime.array(x, device=mlc.cuda(0))``,
@@ -145,12 +146,10 @@ def _ptx_of(device_ir: str, cuda: CudaTarget) -> str:
         module = ir.Module.parse(device_ir)
         run_pipeline(module, f"gpu-module-to-binary{{{cuda.binary_options('isa')}}}", stage="ptx")
         parts = []
-        for op in module.body.operations:
-            if op.operation.name == "gpu.binary":
-                name = sym_name(op.operation)
-                for obj in ir.ArrayAttr(op.operation.attributes["objects"]):
-                    text = bytes(gpu.ObjectAttr(obj).object).decode()
-                    parts.append(f"// gpu.binary @{name}\n{text}")
+        for name, op in symbol_ops(module, "gpu.binary").items():
+            for obj in ir.ArrayAttr(op.attributes["objects"]):
+                text = bytes(gpu.ObjectAttr(obj).object).decode()
+                parts.append(f"// gpu.binary @{name}\n{text}")
     return "\n".join(parts)
 
 

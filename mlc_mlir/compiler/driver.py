@@ -22,7 +22,7 @@ from ..context import mlc_context
 from ..errors import BuildError
 from ..ir import Module, graph_functions
 from ..views import graph_view
-from .executable import RuntimeModule
+from ..runtime.module import RuntimeModule
 from .pipeline import Compilation, Stage, run_stages
 from .targets import Backend, backend_for
 

@@ -54,92 +54,24 @@ concurrently.
 from __future__ import annotations
 
 import ctypes
-import functools
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from mlir import ir
 from mlir.dialects import llvm
 
-from ..runtime.memref import MLIR_TO_NUMPY
-from .abi import FuncSignature
+from ..runtime.fastcall import FastPlan, ndarray_layout
 
-__all__ = ["FastPlan", "GIL_RELEASE_BYTES", "add_entries", "build_address_getter", "build_entry", "entry_address",
-           "fast_plans", "make_builtin", "ndarray_layout", "plan_of"]
+__all__ = ["GIL_RELEASE_BYTES", "add_entries", "build_address_getter", "build_entry"]
 
 #: arguments spanning more bytes than this run with the GIL released
 GIL_RELEASE_BYTES = 1 << 16
 
 _C_CONTIGUOUS, _ALIGNED, _WRITEABLE = 0x0001, 0x0100, 0x0400  # numpy/ndarraytypes.h
-_METH_FASTCALL = 0x0080
 _VP = ctypes.c_void_p
-
-
-@functools.lru_cache(maxsize=1)
-def ndarray_layout() -> dict[str, int] | None:
-    """Byte offsets of ``PyArrayObject_fields`` in this process, or None if they do not read back."""
-    head = object.__basicsize__  # sizeof(PyObject): the fields follow PyObject_HEAD
-    lay = {"ob_type": head - ctypes.sizeof(_VP), "data": head, "nd": head + 8, "dims": head + 16,
-           "descr": head + 40, "flags": head + 48}
-    if ctypes.sizeof(_VP) != 8:
-        return None
-    samples = (np.zeros((3, 5), np.float32), np.ones(9, np.int64)[::2], np.ones((), np.float64),
-               np.zeros((2, 3), np.float32).T, np.zeros((4, 1, 2), np.bool_))
-    samples[4].flags.writeable = False
-    for arr in samples:
-        def read(off: int, ctype: type = ctypes.c_int64, _a: np.ndarray = arr) -> int:
-            return ctype.from_address(id(_a) + off).value
-
-        dims = read(lay["dims"])
-        ok = (read(lay["ob_type"]) == id(np.ndarray) and read(lay["data"]) == arr.ctypes.data
-              and read(lay["nd"], ctypes.c_int32) == arr.ndim and read(lay["descr"]) == id(arr.dtype)
-              and read(lay["flags"], ctypes.c_int32) == arr.flags.num
-              and all(ctypes.c_int64.from_address(dims + 8 * d).value == n for d, n in enumerate(arr.shape)))
-        if not ok:
-            return None
-    return lay
 
 
 def _capi(name: str) -> int:
     return ctypes.cast(getattr(ctypes.pythonapi, name), _VP).value
-
-
-@dataclass(frozen=True)
-class FastPlan:
-    """What the entry of one function checks: per argument rank, dims, dtype, output flag."""
-
-    name: str
-    dims: tuple[tuple[int | str, ...], ...]  # static size or symbol name
-    dtypes: tuple[np.dtype, ...]
-    outputs: tuple[bool, ...]
-
-    @property
-    def entry(self) -> str:
-        return f"mlc_pyfn_{self.name}"
-
-    @property
-    def address_getter(self) -> str:
-        """A function returning the entry's address (the engine's lookup gives packed wrappers only)."""
-        return f"mlc_pyfn_addr_{self.name}"
-
-
-def plan_of(sig: FuncSignature) -> FastPlan | None:
-    """The plan of ``sig``; None when an argument has a non-identity layout or no NumPy dtype."""
-    if any(spec.strides is not None or spec.elem not in MLIR_TO_NUMPY for spec in sig.args):
-        return None
-    dims = tuple(tuple(int(w) if w is not None else (s or f"?{k}.{d}")
-                       for d, (w, s) in enumerate(zip(spec.shape, spec.symbols)))
-                 for k, spec in enumerate(sig.args))
-    return FastPlan(sig.name, dims, tuple(MLIR_TO_NUMPY[a.elem] for a in sig.args),
-                    tuple(a.is_output for a in sig.args))
-
-
-def fast_plans(signatures: dict[str, FuncSignature]) -> dict[str, FastPlan]:
-    """The plan of every function that can have a fast entry (see :func:`plan_of`)."""
-    plans = {name: plan_of(sig) for name, sig in signatures.items()}
-    return {name: p for name, p in plans.items() if p is not None}
 
 
 class _Emitter:
@@ -380,36 +312,3 @@ def add_entries(module: ir.Module, plans: dict[str, FastPlan]) -> dict[str, Fast
         for p in plans.values():
             build_address_getter(p)
     return dict(plans)
-
-class _PyMethodDef(ctypes.Structure):
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", _VP), ("ml_flags", ctypes.c_int),
-                ("ml_doc", ctypes.c_char_p)]
-
-
-_new_builtin = ctypes.pythonapi.PyCFunction_NewEx
-_new_builtin.restype = ctypes.py_object
-_new_builtin.argtypes = [_VP, ctypes.py_object, ctypes.py_object]
-
-
-def entry_address(engine: Any, plan: FastPlan) -> int:
-    """Address of the entry of ``plan`` in ``engine`` (through its packed address getter)."""
-    getter = engine.raw_lookup(plan.address_getter)  # _mlir_<getter>(void **args): args[0] = &result
-    if not getter:
-        return 0
-    out = _VP()
-    slot = (_VP * 1)(ctypes.addressof(out))
-    ctypes.CFUNCTYPE(None, _VP)(getter)(ctypes.addressof(slot))
-    return out.value or 0
-
-
-def make_builtin(address: int, name: str, fallback: Callable[..., Any], keep_alive: tuple,
-                 after: Callable[[], Any] | None = None) -> Any:
-    """A builtin function calling the entry at ``address``; ``fallback`` gets every call it declines.
-
-    ``after`` (if not None) runs after each compiled call the entry makes itself (an
-    exception it raises propagates). ``keep_alive`` (the ExecutionEngine and what else the
-    code needs) lives as long as the builtin.
-    """
-    method = _PyMethodDef(name.encode(), address, _METH_FASTCALL, None)
-    # ``self`` of the builtin: the entry reads the fallback from slot 0, the hook from slot 1
-    return _new_builtin(ctypes.addressof(method), (fallback, after, method, *keep_alive), None)

@@ -42,7 +42,8 @@ from mlir.dialects import gpu
 
 from ..irutil import sym_name
 from ..errors import BuildError
-from .abi import FuncSignature, public_functions
+from ..runtime.signature import FuncSignature
+from .abi import public_functions
 from .gpu_mapping import (drop_self_copies, find_kernels, map_kernels, merge_bound_loops, place_kernel_buffers,
                           trip_counts)
 from .gpu_shared import drop_host_shared_globals, promote_shared_copies

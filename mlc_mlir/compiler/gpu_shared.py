@@ -40,7 +40,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf
 from mlir.dialects import vector as vector_dialect
 
-from ..irutil import sym_name
+from ..irutil import sym_name, symbol_ops
 from ..errors import BuildError
 
 __all__ = ["promote_shared_copies", "emulate_shared_copies", "drop_host_shared_globals", "SHARED_SPACE"]
@@ -472,7 +472,7 @@ def emulate_shared_copies(module: ir.Module, counts_of) -> int:
     one buffer before using it (no barriers, no distribution): valid for a sequential
     build only. Returns how many copies were rewritten."""
     count = 0
-    for fn in [op.operation for op in module.body.operations if op.operation.name == "func.func"]:
+    for fn in symbol_ops(module).values():
         for copy in _collect_shared_copies(fn):
             _promote(module, copy, fn, None, counts_of, count)
             count += 1

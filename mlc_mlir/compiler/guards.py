@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ..irutil import sym_name
+from ..irutil import sym_name, symbol_ops
 from ..errors import BuildError
 
 __all__ = ["reject_unsupported"]
@@ -47,11 +47,7 @@ def reject_unsupported(module: ir.Module) -> None:
     - a tensor or memref of ``i1`` (bool) elements: store booleans as ``i8`` (a NumPy
       ``bool`` array is one byte per element: pass ``arr.view(np.int8)``).
     """
-    decls = {}
-    for op in module.body.operations:
-        op = op.operation
-        if op.name == "func.func" and not op.regions[0].blocks:
-            decls[sym_name(op)] = op
+    decls = symbol_ops(module, defined=False)
 
     problems: list[str] = []
 

@@ -27,7 +27,7 @@ from ..errors import BuildError, LoweringError
 from ..irutil import diagnostics_text, has_op
 from ..log import print_ir
 from ..target import Target
-from .abi import FuncSignature
+from ..runtime.signature import FuncSignature
 from .alloc_check import check_allocations
 from .codegen_flags import check_fastmath, set_fastmath, set_noalias, set_target_attrs
 from .guards import reject_unsupported
@@ -233,7 +233,8 @@ class Compilation:
 
     def fast_entries(self, module: ir.Module) -> None:
         """Builtin entries for ``rt["f"](...)`` (:mod:`.fastcall`)."""
-        from .fastcall import add_entries, fast_plans
+        from ..runtime.fastcall import fast_plans
+        from .fastcall import add_entries
 
         self.plans = add_entries(module, fast_plans(self.signatures))
 

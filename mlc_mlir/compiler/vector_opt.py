@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..irutil import symbol_ops
 from ..errors import LoweringError
 from ..irbuild import apply_transform
 
@@ -117,8 +118,7 @@ def optimize_vectors(module: ir.Module) -> None:
         return
     script = ir.Module.parse(VECTOR_OPT_SCRIPT)
     # one function at a time: hoisting takes exactly one function handle
-    funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"
-             and op.operation.regions[0].blocks and _op_has_vectors(op.operation)]
+    funcs = [fn for fn in symbol_ops(module, defined=True).values() if _op_has_vectors(fn)]
     for fn in funcs:
         apply_transform(fn, script, error=LoweringError, message="stage 'vector-opt' failed")
 

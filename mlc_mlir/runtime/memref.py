@@ -10,7 +10,6 @@ import ctypes
 import functools
 
 import numpy as np
-from mlir.runtime import make_nd_memref_descriptor
 
 from ..errors import ArgumentError
 
@@ -60,7 +59,16 @@ def descriptor_class(rank: int, dtype: np.dtype) -> type[ctypes.Structure]:
     # only the pointer fields depend on the element type; a byte array of the element's
     # size keeps the descriptor layout for types ctypes has no scalar for (complex)
     ctype = ctypes.c_bool if dtype == np.dtype("bool") else ctypes.c_byte * dtype.itemsize
-    return make_nd_memref_descriptor(rank, ctype)
+
+    class MemRefDescriptor(ctypes.Structure):
+        """MLIR's ``StridedMemRefType<T, rank>``: what an ``_mlir_ciface_`` function takes
+        (the layout ``mlir.runtime.make_nd_memref_descriptor`` builds, without the bindings)."""
+
+        _fields_ = [("allocated", ctypes.c_longlong), ("aligned", ctypes.POINTER(ctype)),
+                    ("offset", ctypes.c_longlong), ("shape", ctypes.c_longlong * rank),
+                    ("strides", ctypes.c_longlong * rank)]
+
+    return MemRefDescriptor
 
 
 def descriptor(arr: np.ndarray, offset: int = 0) -> ctypes.Structure:

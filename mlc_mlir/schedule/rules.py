@@ -65,7 +65,7 @@ import warnings
 
 from mlir import ir
 
-from ..irutil import sym_name
+from ..irutil import sym_name, symbol_ops
 from ..context import mlc_context
 from ..errors import MlcError, ScheduleError
 from ..ir import Module
@@ -146,10 +146,7 @@ def apply_rules(sch: Schedule, target: Target | str | None = None, *, tunable: b
 def _scheduled_funcs(module) -> set[str]:
     """Functions already scheduled (loops or vectors, or marked ``mlc.tuned`` by tune_model): left alone."""
     names: set[str] = set()
-    for op in module.body.operations:
-        op = op.operation
-        if op.name != "func.func" or not op.regions[0].blocks:
-            continue
+    for op in symbol_ops(module, defined=True).values():
         found = "mlc.tuned" in op.attributes
 
         def visit(inner) -> object:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mlir import ir
 
-from ..irutil import sym_name
+from ..irutil import symbol_ops
 from ..parse_guard import guarded_parse
 from .cli import UsageError
 
@@ -29,8 +29,7 @@ def _project_dialects() -> set[str]:
 
 
 def _dialect_names(module: ir.Module) -> list[str]:
-    return [sym_name(op) for op in module.body.operations
-            if op.operation.name == "irdl.dialect"]
+    return list(symbol_ops(module, "irdl.dialect"))
 
 
 def load_irdl_file(ctx: ir.Context, path: str) -> None:

@@ -170,7 +170,7 @@ def _emulated_build(mod: mlc.Module):
     from mlc_mlir.compiler import Compilation, ModuleStage, run_stages
     from mlc_mlir.compiler.pipeline import cpu_stages, run_pipeline
     from mlc_mlir.compiler.abi import to_memref_abi
-    from mlc_mlir.compiler.executable import RuntimeModule
+    from mlc_mlir.compiler.executable import JitModule
     from mlc_mlir.compiler.gpu_mapping import trip_counts
     from mlc_mlir.compiler.gpu_shared import emulate_shared_copies
     from mlc_mlir.toolchain import mlir_lib
@@ -190,7 +190,7 @@ def _emulated_build(mod: mlc.Module):
         run_stages(module, stages)
         engine = ExecutionEngine(module, opt_level=2, shared_libs=[mlir_lib("libmlir_c_runner_utils.so")])
         engine.initialize()
-    return RuntimeModule(engine=engine, signatures=signatures, lowered=module, source="", target="llvm"), rewritten
+    return JitModule(engine=engine, signatures=signatures, lowered=module, source="", target="llvm"), rewritten
 
 
 @pytest.mark.parametrize("cfg", [dict(), dict(tile_local_y=4, tile_local_x=2, tile_block_y=4, tile_block_x=8,

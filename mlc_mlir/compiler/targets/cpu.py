@@ -15,7 +15,7 @@ from ...target import Target, host_features
 from ...toolchain import mlir_lib, openmp_lib
 from ..alloc_check import alloc_failure_check
 from ..codegen_flags import check_fastmath
-from ..executable import RuntimeModule
+from ..executable import JitModule
 from ..pipeline import Compilation, Stage, codegen_stages
 
 __all__ = ["CpuBackend", "host_target"]
@@ -59,10 +59,10 @@ class CpuBackend:
 
     def load(self, lowered: ir.Module, state: Compilation, *, source: str,
              callbacks: Mapping[str, Any] | None = None,
-             after_call: Callable[[], None] | None = None) -> RuntimeModule:
+             after_call: Callable[[], None] | None = None) -> JitModule:
         """JIT the LLVM-dialect module: the runtime module (``rt["name"](*arrays)``)."""
         engine = _jit(lowered, state, self.opt_level, callbacks)
-        return RuntimeModule(engine=engine, signatures=state.signatures, lowered=lowered,
+        return JitModule(engine=engine, signatures=state.signatures, lowered=lowered,
                              source=state.source or source, target=str(self.target),
                              after_call=alloc_failure_check(engine, after_call),
                              keep_alive=list((callbacks or {}).values()), fast_plans=state.plans)

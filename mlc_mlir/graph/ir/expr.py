@@ -16,8 +16,6 @@ import numpy as np
 
 from ...errors import GraphError
 from ...tensor_types import Shape, format_shape, normalize_dtype, normalize_shape
-# graph/vm/lower.py imports these two from here until it imports them from tensor_types
-from ...tensor_types import dtype_of_element, shape_attr  # noqa: F401
 
 __all__ = ["Expr", "Var", "DataflowVar", "bound_var", "Constant", "Call", "const", "TensorStructInfo"]
 

@@ -38,7 +38,9 @@ from mlir import ir
 from mlir.dialects import arith, bufferization, func, tensor
 
 from ..ir.analysis import arg_attr, fail, func_name, graph_functions, value_shapes, walk_ops
-from ..ir.expr import Shape, dtype_of_element, format_shape, shape_attr
+from ...errors import GraphError
+from ...irutil import symbol_ops
+from ...tensor_types import Shape, dtype_of_element, format_shape, shape_attr
 
 __all__ = ["EnvCall", "GraphSignature", "TensorSpec", "lower_graph_functions"]
 
@@ -101,8 +103,7 @@ def _dyn_memref(rank: int, elem: ir.Type) -> ir.MemRefType:
 class _Lowering:
     def __init__(self, module: ir.Module):
         self.module = module
-        self.funcs = {func_name(op.operation): op.operation for op in module.body.operations
-                      if op.operation.name == "func.func"}
+        self.funcs = symbol_ops(module)
         self.env_calls: dict[tuple, EnvCall] = {}
 
     # -- one function ------------------------------------------------------------------
@@ -274,7 +275,7 @@ class _Lowering:
                 decl.attributes["mlc.env_func"] = ir.StringAttr.get(env_name)
             self.funcs[symbol] = decl.operation
             self.env_calls[key] = EnvCall(symbol, env_name,
-                                          tuple((r, dtype_of_element(ir.Type.parse(e))) for r, e in sig))
+                                          tuple((r, dtype_of_element(ir.Type.parse(e), error=GraphError)) for r, e in sig))
         call = self.env_calls[key]
         params = [_dyn_memref(r, ir.RankedTensorType(v.type).element_type) for (r, _), v in zip(call.args, values)]
         return self._call_memref(op, call.symbol, list(op.operands), params, op.results[0].type,

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import ArgumentError, GraphError, RuntimeError_
-from ...irutil import check_arity, check_array
+from ...runtime.checks import check_arity, check_array
 from ...runtime import Device, NDArray, as_numpy, cpu
-from ..ir.expr import format_shape
+from ...tensor_types import format_shape
 from .lower import GraphSignature
 from .vm_build import Executable
 

@@ -27,6 +27,7 @@ from mlir import ir
 
 from ...compiler import Compilation, RuntimeModule, compile
 from ...errors import GraphError, RuntimeError_
+from ...irutil import symbol_ops
 from ...ir import Module
 from ...runtime import get_func
 from ...runtime.memref import descriptor_class, view
@@ -159,8 +160,7 @@ def static_extent_checks(module: Any) -> dict[str, tuple[ExtentCheck, ...]]:
     dynamic dimension meets a static one) but only correct for ``n == 2``: the executor
     checks that before running the compiled code. Call inside the shared context.
     """
-    funcs = {func_name(op.operation): op.operation for op in module.body.operations
-             if op.operation.name == "func.func"}
+    funcs = symbol_ops(module)
     out: dict[str, tuple[ExtentCheck, ...]] = {}
     for fop in graph_functions(module):
         shapes = value_shapes(fop)

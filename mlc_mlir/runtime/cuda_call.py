@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError, MlcError, RuntimeError_
-from ..runtime import cuda_device as cu
-from ..runtime.memref import descriptor_class, numpy_dtype
-from ..runtime.ndarray import as_numpy
-from ..runtime.ndarray import cuda as cuda_dev
-from .abi import FuncSignature
-from .executable import ProfileResult
+from . import cuda_device as cu
+from .memref import descriptor_class, numpy_dtype
+from .module import ProfileResult
+from .ndarray import as_numpy
+from .ndarray import cuda as cuda_dev
+from .signature import FuncSignature
 
 __all__ = ["CudaFunction", "cuda_time_evaluator"]
 
