@@ -2,7 +2,8 @@
 
 ``mlc.build`` (tensor programs), ``mlc.graph.build`` (the course's ``relax.build``) and
 ``mlc-opt --mlc-lower-to-llvm`` are thin calls of it. The target's backend
-(:mod:`.targets`) gives the stage list and the loader; when the module holds graph
+(:class:`.cpu_backend.CpuBackend`, :class:`.cuda_backend.CudaBackend`) gives the stage list
+and the loader; when the module holds graph
 functions, the graph layer's stages (lowering them to tensor programs and calls,
 registered through :mod:`mlc_mlir.views`) come first. The stages share one
 :class:`~.pipeline.Compilation`, which the result carries.
@@ -21,12 +22,40 @@ from typing import Any
 from ..context import mlc_context
 from ..errors import BuildError
 from ..ir import Module, graph_functions
-from ..views import graph_view
 from ..runtime.module import RuntimeModule
+from ..target import Target
+from ..views import graph_view
+from .cpu_backend import CpuBackend, host_target
+from .cuda_backend import CudaBackend
 from .pipeline import Compilation, Stage, run_stages
-from .targets import Backend, backend_for
 
-__all__ = ["compile", "lower", "Compiled", "build_stages"]
+__all__ = ["compile", "lower", "Compiled", "build_stages", "backend_for", "Backend"]
+
+
+#: a target's backend: its stage list and its loader
+Backend = CpuBackend | CudaBackend
+
+
+def backend_for(target: str | Target | Any, *, opt_level: int = 3, fastmath: str = "contract",
+                arch: str | None = None) -> Backend:
+    """The backend of ``target`` (a string or :class:`~mlc_mlir.target.Target`).
+
+    Raises:
+        BuildError: an unknown target kind, a CPU target this machine cannot run (the JIT
+            runs code here), a CUDA option (``arch``) on a CPU target.
+    """
+    if isinstance(target, Target):
+        kind = target.kind
+    else:
+        text = str(target)
+        kind = text.split()[0] if text.strip() else text
+    if kind == "cuda":
+        return CudaBackend.of(str(target), arch=arch, opt_level=opt_level)
+    if kind not in ("llvm", "cpu"):
+        raise BuildError(f"unknown target {target!r}; supported: 'llvm', 'cuda' ('cuda -arch=sm_90')")
+    if arch is not None:
+        raise BuildError(f"arch={arch!r} is a CUDA option; target {str(target)!r} is the host CPU")
+    return CpuBackend(host_target(target), fastmath=fastmath, opt_level=opt_level)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 A :class:`RuntimeModule` finds its functions through a symbol lookup and calls them
 through the fast entries (:mod:`.fastcall`) or the checked Python path. Needs no MLIR:
-the compiler's loaders (``mlc_mlir.compiler.targets``) make one from the JIT.
+the compiler's backends (``mlc_mlir.compiler.cpu_backend``...) make one from the JIT.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import numpy as np
 import mlc_mlir as mlc
 from mlc_mlir.compiler.driver import build_stages
 from mlc_mlir.compiler.pipeline import Compilation, GraphStage, PassStage, codegen_stages, run_stages
-from mlc_mlir.compiler.targets import backend_for
+from mlc_mlir.compiler.driver import backend_for
 from mlc_mlir.graph import BlockBuilder, Var, op
 from mlc_mlir.tools.mlc_opt import main as mlc_opt
 

@@ -1,4 +1,4 @@
-"""The host CPU target: the codegen stages (:func:`..pipeline.codegen_stages`) and the JIT."""
+"""The host CPU backend of the driver: the codegen stages (:func:`.pipeline.codegen_stages`) and the JIT."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Any
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
-from ...errors import BuildError
-from ...target import Target, host_features
-from ...toolchain import mlir_lib, openmp_lib
-from ..alloc_check import alloc_failure_check
-from ..codegen_flags import check_fastmath
-from ..executable import JitModule
-from ..pipeline import Compilation, Stage, codegen_stages
+from ..errors import BuildError
+from ..target import Target, host_features
+from ..toolchain import mlir_lib, openmp_lib
+from .alloc_check import alloc_failure_check
+from .codegen_flags import check_fastmath
+from .executable import JitModule
+from .pipeline import Compilation, Stage, codegen_stages
 
 __all__ = ["CpuBackend", "host_target"]
 

@@ -1,5 +1,5 @@
-"""The CUDA target: the GPU stages (:func:`..gpu_pipeline.cuda_stages`) and the host JIT
-with the kernels embedded (see :mod:`..cuda` for the module type and how calls run)."""
+"""The CUDA backend of the driver: the GPU stages (:func:`.gpu_pipeline.cuda_stages`) and the
+host JIT with the kernels embedded (see :mod:`.cuda` for the module type and how calls run)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import Any
 
 from mlir import ir
 
-from ...errors import BuildError
-from ...runtime.mgpu import KernelRuntime
-from ...toolchain import mlir_lib
-from ..cuda import _SNAPSHOTS, CudaModule, _unavailable_reason, device_arch, jit_host
-from ..gpu_pipeline import ARCH_PTX_FEATURES, CudaTarget, cuda_stages, parse_cuda_target
-from ..pipeline import INLINE, Compilation, ModuleStage, Stage
+from ..errors import BuildError
+from ..runtime.mgpu import KernelRuntime
+from ..toolchain import mlir_lib
+from .cuda import _SNAPSHOTS, CudaModule, _unavailable_reason, device_arch, jit_host
+from .gpu_pipeline import ARCH_PTX_FEATURES, CudaTarget, cuda_stages, parse_cuda_target
+from .pipeline import INLINE, Compilation, ModuleStage, Stage
 
 __all__ = ["CudaBackend"]
 
