@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from mlir import ir
+
 from ..context import mlc_context
 from ..ir import Module
 from ..passes import register_pass
@@ -30,28 +34,24 @@ def lower_to_llvm(mod: Module) -> Module:
     return lower(mod, "llvm")
 
 
-@register_pass("vector-opt", "the build's vector-opt stage on bufferized code: accumulators hoisted, "
-                             "contractions lowered to FMAs")
-def vector_opt(mod: Module) -> Module:
-    """Run the ``vector-opt`` build stage (see compiler/vector_opt.py) on a bufferized module."""
-    with mlc_context():
-        optimize_vectors(mod.mlir_module)
-    return mod
+def _stage_pass(name: str, help_text: str, stage: Callable[[ir.Module], object]) -> Callable[[Module], Module]:
+    """Register build stage ``stage`` (a rewrite of the MLIR module in place) as ``--mlc-NAME``."""
+
+    def run(mod: Module) -> Module:
+        with mlc_context():
+            stage(mod.mlir_module)
+        return mod
+
+    run.__name__ = name.replace("-", "_")
+    run.__doc__ = f"Run the ``{name}`` build stage on a module (see mlc_mlir/compiler/{run.__name__}.py)."
+    return register_pass(name, help_text)(run)
 
 
-@register_pass("unroll-jam", "the build's unroll-jam stage on bufferized code (host target): a parallel loop "
-                             "around a reduction with a small accumulator unrolled and jammed, its ops vectorized")
-def unroll_jam(mod: Module) -> Module:
-    """Run the ``unroll-jam`` build stage (see compiler/unroll_jam.py) for the host target."""
-    with mlc_context():
-        unroll_and_jam(mod.mlir_module)
-    return mod
-
-
-@register_pass("partial-writes", "the build's partial-writes stage: vector writes of part of a tensor that "
-                                 "upstream bufferization would take for whole ones keep their destination")
-def partial_writes(mod: Module) -> Module:
-    """Run the ``partial-writes`` build stage (see compiler/partial_writes.py) on tensor code."""
-    with mlc_context():
-        guard_partial_writes(mod.mlir_module)
-    return mod
+vector_opt = _stage_pass("vector-opt", "the build's vector-opt stage on bufferized code: accumulators hoisted, "
+                                       "contractions lowered to FMAs", optimize_vectors)
+unroll_jam = _stage_pass("unroll-jam", "the build's unroll-jam stage on bufferized code (host target): a parallel "
+                                       "loop around a reduction with a small accumulator unrolled and jammed, its "
+                                       "ops vectorized", unroll_and_jam)
+partial_writes = _stage_pass("partial-writes", "the build's partial-writes stage: vector writes of part of a tensor "
+                                               "that upstream bufferization would take for whole ones keep their "
+                                               "destination", guard_partial_writes)
