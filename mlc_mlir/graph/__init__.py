@@ -8,29 +8,31 @@
 The subpackages, in the order a graph goes through them:
 
 ==============  ==========================================================================
-``ir/``         expressions, ops (``mlc.graph.op``) and shape rules, analysis, verify, AST
-``builder/``    ``BlockBuilder``, emitting ``mlc`` ops, ``emit_te`` (te -> tensor program)
+``ir/``         expressions, ops (``mlc.graph.op``) and shape rules, analysis
+                (``remove_all_unused``), verify, AST
+``builder/``    ``BlockBuilder``, emitting ``mlc`` ops, ``emit_te`` (te -> tensor program),
+                ``PyExprMutator``
 ``transform/``  passes (``mlc.graph.transform``), the default optimization, pattern rewrites
-                (``mlc.graph.rewrite``), fusion; graph passes for ``mlc-opt``
+                (``mlc.graph.rewrite``), fusion, lowering; graph passes for ``mlc-opt``
 ``legalize/``   graph ops -> ``call_tir`` of ``te`` programs (``LegalizeOps``, op map)
-``vm/``         the graph stages of the build pipeline, lowering, ``build``, ``VirtualMachine``
+``vm/``         the graph stages of the build pipeline, ``build``, ``VirtualMachine``
 ==============  ==========================================================================
 """
 
 from ..ir import GlobalVar, Op
-from .builder import BlockBuilder
-from .ir import analysis, expr_functor, op
+from .builder import BlockBuilder, expr_functor
+from .builder.expr_functor import PyExprMutator, mutator
+from .ir import analysis, op
 from .ir.ast import BindingBlock, DataflowBlock, SeqExpr, VarBinding
 from .ir.expr import Call, Constant, DataflowVar, Expr, TensorStructInfo, Var, const
-from .ir.expr_functor import PyExprMutator, mutator
 from .ir.function import Function
 from .ir.verify import verify_graph
 from .legalize import DEFAULT_OP_MAP, legalize
 from . import transform
 from .transform import rewrite
+from .transform.lower import lower_graph_functions
 from .transform.optimize import count_kernels, optimize
 from .vm import Executable, GraphFunction, VirtualMachine, build
-from .vm.lower import lower_graph_functions
 from . import _view  # noqa: F401 - registers the graph layer's view of a module (mlc_mlir.views)
 
 __all__ = ["Op", "GlobalVar", "BlockBuilder", "Var", "DataflowVar", "const", "Expr", "Call", "Constant", "op", "transform", "rewrite",

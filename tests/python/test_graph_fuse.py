@@ -14,8 +14,8 @@ import pytest
 
 import mlc_mlir as mlc
 from mlc_mlir.graph import BlockBuilder, Var, op
-from mlc_mlir.graph.ir.analysis import graph_functions, walk_ops
-from mlc_mlir.graph.transform.outline import is_primitive, users
+from mlc_mlir.graph.ir.analysis import graph_functions, is_primitive, walk_ops
+from mlc_mlir.graph.transform.outline import users
 from mlc_mlir.graph.transform import FuseOps, FuseTIR, LegalizeOps
 
 ROWS, COLS = 3, (4, 6)

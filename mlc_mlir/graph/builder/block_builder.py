@@ -13,7 +13,8 @@
 The builder records bindings and writes the ``func.func`` (``mlc.dataflow`` regions of
 ``mlc`` ops) when the function is finished, because its parameters may be given last
 (``bb.emit_func_output(gv, params=[x])``). Tensor programs made by ``emit_te`` /
-``call_te`` are added to the module at once.
+``call_te`` are added to the module at once. :func:`write_function` writes a function
+read as its AST (:mod:`..ir.ast`) back the same way.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ from ...errors import GraphError
 from ...ir import Function, GlobalVar, Module
 from .emit import OUTPUT_SLOTS, Emitter, create_op, segment_sizes
 from ...tensor_types import shape_attr, tensor_type
+from ..ir.ast import SeqExpr
 from ..ir.expr import Call, Expr, Var, bound_var, const
 from .te_bridge import import_te_program
 
-__all__ = ["BlockBuilder"]
+__all__ = ["BlockBuilder", "write_function"]
 
 _SIDE_EFFECTING = ("alloc_tensor",)
 
@@ -330,6 +332,48 @@ class BlockBuilder:
                     else:
                         _emit_dataflow(emitter, item)
                 func.ReturnOp([emitter.value(v) for v in fn.output])
+
+
+def write_function(module: Module, name: str, params: Sequence[Var], body: SeqExpr,
+                   attrs: dict[str, ir.Attribute] | None = None) -> ir.Operation:
+    """Write (params, body), a function read as its AST (:mod:`..ir.ast`, e.g. rewritten by a
+    :class:`~mlc_mlir.graph.PyExprMutator`), as graph function ``name`` at the end of
+    ``module`` through the builder's writer; returns the op."""
+    fn = _Function(name, list(params))
+    restore: list[tuple[Var, Expr]] = []
+    for i, block in enumerate(body.blocks):
+        if not block.is_dataflow:
+            fn.items.extend(_Binding(b.var, b.value) for b in block.bindings)
+            continue
+        df = _Dataflow(i)
+        for b in block.bindings:
+            if b.var.kind == "dataflow":
+                df.bindings.append(_Binding(b.var, b.value))
+                continue
+            value = b.value
+            if not isinstance(value, Var):  # an output bound to a call: name the op after it
+                inner = bound_var(b.var.name, value.shape, value.dtype, kind="dataflow", value=value, block=i)
+                df.bindings.append(_Binding(inner, value))
+                value = inner
+            restore.append((b.var, b.var.value))
+            b.var.value = value
+            df.outputs.append(b.var)
+        fn.items.append(df)
+    outs = body.body if isinstance(body.body, tuple) else (body.body,)
+    for o in outs:
+        if not isinstance(o, Expr):
+            raise GraphError(f"function {name!r} returns {o!r}, not a graph expression")
+    fn.output = list(outs)
+    bb = BlockBuilder(module)
+    try:
+        bb._materialize(fn)
+    finally:
+        for var, value in restore:
+            var.value = value
+    fop = module[name].op
+    for key, val in (attrs or {}).items():
+        fop.attributes[key] = val
+    return fop
 
 
 def _param_attrs(p: Var) -> dict[str, ir.Attribute]:

@@ -13,9 +13,10 @@
 
     updated_fn = EwiseFMARewriter().visit_expr(mod["main"])
 
-``visit_expr(func)`` reads the graph function as its AST (:mod:`.ast`), visits each
+``visit_expr(func)`` reads the graph function as its AST (:mod:`..ir.ast`), visits each
 binding's value (``visit_call_`` for calls), binds the result to a new variable of the
-same name and writes the new function into a module of its own: the result is a graph
+same name and writes the new function into a module of its own (through the builder's
+writer, :func:`.block_builder.write_function`): the result is a graph
 :class:`~mlc_mlir.graph.Function` (``show()``, ``remove_all_unused``, ``update_func``).
 ``self.builder_`` is a :class:`~mlc_mlir.graph.BlockBuilder` usable inside the visit
 (``call_te``, ``emit``, ``add_func``), whose module ``builder_.get()`` returns.
@@ -30,11 +31,11 @@ from mlir import ir
 from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Module
-from .ast import BindingBlock, DataflowBlock, SeqExpr, VarBinding, write
-from ..builder.block_builder import BlockBuilder, _Dataflow, _Function
-from .expr import Call, Constant, Expr, Var, bound_var
-from .function import Function
-from ..transform.outline import PRIMITIVE_ATTR
+from ..ir.analysis import PRIMITIVE_ATTR, walk_ops
+from ..ir.ast import BindingBlock, DataflowBlock, SeqExpr, VarBinding
+from ..ir.expr import Call, Constant, Expr, Var, bound_var
+from ..ir.function import Function
+from .block_builder import BlockBuilder, _Dataflow, _Function, write_function
 
 __all__ = ["PyExprMutator", "mutator"]
 
@@ -132,7 +133,7 @@ class PyExprMutator:
         with mlc_context():
             attrs = {PRIMITIVE_ATTR: ir.UnitAttr.get()} if func.attrs else None
             scratch = Module(ir.Module.create())
-            fop = write(scratch, func.name, params, new_body, attrs)
+            fop = write_function(scratch, func.name, params, new_body, attrs)
             _declare_callees(scratch, fop)
         return scratch[func.name]
 
@@ -163,8 +164,6 @@ def _declare_callees(module: Module, fop: ir.Operation) -> None:
     """Private declarations of the functions ``fop`` calls, so that its module verifies
     on its own (the bodies live in the mutator's ``builder_`` module)."""
     from mlir.dialects import func as func_d
-
-    from .analysis import walk_ops
 
     have = set(module.functions)
     body = module.mlir_module.body

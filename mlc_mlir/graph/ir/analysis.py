@@ -5,15 +5,22 @@ in its body. The symbolic shape of each tensor value comes from, in order: an
 ``mlc.shape`` attribute (on the argument or on the defining op), shape inference of the
 graph op that defines it, and its type (a ``?`` without a name gets a private symbol,
 ``?arg0.1``, equal only to itself).
+
+Also the course's ``relax.analysis.remove_all_unused`` (dead binding elimination, which
+knows which ops are pure: :data:`PURE_MLC_OPS`, :data:`PURE_DIALECTS`), primitive
+(fused) functions (:data:`PRIMITIVE_ATTR`) and the names values print with.
 """
 
 from __future__ import annotations
 
 import re
+from typing import overload
 
 from mlir import ir
 
+from ...context import mlc_context
 from ...errors import GraphError
+from ...ir import Function, Module
 from ...ir.module import graph_functions, is_graph_function
 from ...irutil import sym_name, walk_ops
 from ...tensor_types import Shape, dtype_of_element, format_shape, shape_from_attr
@@ -21,22 +28,25 @@ from .infer import RULES, infer
 
 __all__ = ["graph_functions", "is_graph_function", "func_name", "op_line", "fail", "value_shapes",
            "type_shape", "types_compatible", "op_attrs", "arg_attr", "elements_type", "walk_ops",
-           "PURE_MLC_OPS", "GRAPH_OPS", "clone_module", "remove_all_unused"]
+           "PURE_MLC_OPS", "PURE_DIALECTS", "GRAPH_OPS", "PRIMITIVE_ATTR", "is_primitive", "value_name",
+           "clone_module", "remove_all_unused", "remove_unused_ops"]
 
 #: mlc ops whose result is computed from their operands only (shape rules in infer.py)
 GRAPH_OPS = tuple(RULES)
 #: mlc ops without side effects (allowed in dataflow blocks)
 PURE_MLC_OPS = (*GRAPH_OPS, "constant", "call_tir", "call_dps")
+#: upstream dialects whose ops are all free of side effects (allowed in dataflow blocks)
+PURE_DIALECTS = ("arith", "math", "tensor", "index", "complex")
+#: unit attribute of a primitive (fused) graph function
+PRIMITIVE_ATTR = "mlc.primitive"
 
 
-def remove_all_unused(func_or_mod):  # noqa: ANN001, ANN201 (see dce.remove_all_unused)
-    """Course spelling ``relax.analysis.remove_all_unused``: :func:`..transform.dce.remove_all_unused`."""
-    from ..transform.dce import remove_all_unused as _remove
-
-    return _remove(func_or_mod)
+def is_primitive(fop: ir.Operation) -> bool:
+    """Whether ``fop`` is a primitive (fused) function."""
+    return PRIMITIVE_ATTR in fop.attributes
 
 
-def clone_module(mod: "Module") -> "Module":
+def clone_module(mod: Module) -> Module:
     """A deep copy of ``mod`` that keeps locations (``Module.clone``)."""
     return mod.clone()
 
@@ -79,6 +89,21 @@ def arg_attr(fop: ir.Operation, index: int, name: str) -> ir.Attribute | None:
         return None
     d = ir.DictAttr(attrs[index])
     return d[name] if name in d else None
+
+
+def value_name(value: ir.Value, default: str) -> str:
+    """The name a value prints with (its op's / argument's name location), else ``default``."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        fop = owner.owner
+        if fop is not None and fop.operation.name == "func.func":
+            attr = arg_attr(fop.operation, ir.BlockArgument(value).arg_number, "mlc.name")
+            if attr is not None:
+                return ir.StringAttr(attr).value
+        loc = ir.BlockArgument(value).location
+    else:
+        loc = owner.operation.location
+    return loc.name_str if loc.is_a_name() else default
 
 
 def type_shape(t: ir.Type, anon: str) -> Shape:
@@ -194,3 +219,85 @@ def _dtype(op: ir.Operation, t: ir.Type) -> str:
         return dtype_of_element(ir.RankedTensorType(t).element_type, error=GraphError)
     except GraphError as exc:
         raise fail(op, str(exc)) from None
+
+
+# -- dead binding elimination (course ``relax.analysis.remove_all_unused``) ------------
+# IRDL ops always count as side-effecting, so MLIR's own dead code elimination
+# (canonicalize, CSE, the greedy rewrite driver) never erases an ``mlc`` op. This one
+# knows which ones are pure: graph ops, ``mlc.constant``, ``mlc.call_tir``, ``mlc.call_dps``
+# (a destination-passing call only writes its own output), calls of graph functions, and
+# the ops of the pure upstream dialects. ``mlc.alloc_tensor`` and the dataflow structure
+# (``mlc.dataflow``, ``mlc.output``) stay.
+
+def _removable(op: ir.Operation, graph_funcs: set[str]) -> bool:
+    name = op.name
+    if name.startswith("mlc."):
+        return name[4:] in PURE_MLC_OPS
+    if name == "func.call":
+        return ir.FlatSymbolRefAttr(op.attributes["callee"]).value in graph_funcs
+    return name.split(".", 1)[0] in PURE_DIALECTS and not op.regions
+
+
+def remove_unused_ops(fop: ir.Operation, graph_funcs: set[str]) -> int:
+    """Erase pure ops of ``fop`` whose results nothing uses (in place); returns how many."""
+    removed = 0
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(walk_ops(fop)):
+            if op.results and _removable(op, graph_funcs) and all(not list(r.uses) for r in op.results):
+                op.erase()
+                removed += 1
+                changed = True
+    return removed
+
+
+@overload
+def remove_all_unused(func_or_mod: Module) -> Module: ...
+@overload
+def remove_all_unused(func_or_mod: Function) -> Function: ...
+def remove_all_unused(func_or_mod: Module | Function) -> Module | Function:
+    """Remove the bindings whose values nothing uses (course ``relax.analysis.remove_all_unused``).
+
+    Args:
+        func_or_mod: a module (every graph function is cleaned) or one function of a module.
+
+    Returns:
+        A cleaned copy: a :class:`Module`, or the :class:`Function` of the same name in a
+        copy of its module. The input is not modified.
+
+    Before (after the ewise_fma rewrite, ``lv0`` is dead)::
+
+        %lv0 = "mlc.multiply"(%x, %y) : ...
+        %lv1 = "mlc.ewise_fma"(%x, %y, %y) : ...
+        "mlc.output"(%lv1) ...
+
+    After::
+
+        %lv1 = "mlc.ewise_fma"(%x, %y, %y) : ...
+        "mlc.output"(%lv1) ...
+
+    Raises:
+        GraphError: the argument is neither a module nor a function of one.
+    """
+    if isinstance(func_or_mod, Module):
+        work = clone_module(func_or_mod)
+        with mlc_context():
+            names = _graph_names(work)
+            for fop in graph_functions(work.mlir_module):
+                remove_unused_ops(fop, names)
+        return work
+    if isinstance(func_or_mod, Function):
+        work = clone_module(func_or_mod.module)
+        fn = work[func_or_mod.name]
+        with mlc_context():
+            if not is_graph_function(fn.op):
+                raise GraphError(f"remove_all_unused: @{fn.name} is not a graph function")
+            remove_unused_ops(fn.op, _graph_names(work))
+        return fn
+    raise GraphError(f"remove_all_unused expects an mlc.Module or a Function of one, got "
+                     f"{type(func_or_mod).__name__}")
+
+
+def _graph_names(mod: Module) -> set[str]:
+    return {func_name(f) for f in graph_functions(mod.mlir_module)}

@@ -7,28 +7,26 @@
     block.bindings[0].value             # multiply(x, y)    (Call: .op, .args)
 
 The MLIR function stays the source of truth: :func:`lift` reads it into these objects,
-:func:`write` turns (params, SeqExpr) back into a ``func.func`` through the
-:class:`~mlc_mlir.graph.BlockBuilder`'s writer. ``mlc.constant`` values become inline
+the builder layer writes (params, SeqExpr) back into a ``func.func``
+(:func:`mlc_mlir.graph.builder.block_builder.write_function`). ``mlc.constant`` values become inline
 :class:`Constant` arguments (as in Relax), ``tensor.cast`` is transparent, a ``func.call``
 of a graph function is a :class:`Call` whose ``op`` is a :class:`~mlc_mlir.ir.GlobalVar`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mlir import ir
 
 from ...context import mlc_context
 from ...errors import GraphError
-from ...ir import GlobalVar, Module, Op
-from .analysis import arg_attr, fail, op_attrs, value_shapes, walk_ops
+from ...ir import GlobalVar, Op
+from .analysis import arg_attr, fail, op_attrs, value_name, value_shapes, walk_ops
 from ...tensor_types import format_shape
 from .expr import Call, Constant, Expr, Var, bound_var
-from ..transform.outline import value_name
 
-__all__ = ["VarBinding", "BindingBlock", "DataflowBlock", "SeqExpr", "lift", "write", "result_info"]
+__all__ = ["VarBinding", "BindingBlock", "DataflowBlock", "SeqExpr", "lift", "result_info"]
 
 
 @dataclass(eq=False)
@@ -215,48 +213,6 @@ def lift(fop: ir.Operation) -> tuple[list[Var], SeqExpr]:
     with mlc_context():
         lifter = _Lifter(fop)
         return lifter.params(), lifter.body()
-
-
-def write(module: Module, name: str, params: Sequence[Var], body: SeqExpr,
-          attrs: dict[str, ir.Attribute] | None = None) -> ir.Operation:
-    """Write (params, body) as graph function ``name`` at the end of ``module``; returns the op."""
-    from ..builder.block_builder import BlockBuilder, _Binding, _Dataflow, _Function
-
-    fn = _Function(name, list(params))
-    restore: list[tuple[Var, Expr]] = []
-    for i, block in enumerate(body.blocks):
-        if not block.is_dataflow:
-            fn.items.extend(_Binding(b.var, b.value) for b in block.bindings)
-            continue
-        df = _Dataflow(i)
-        for b in block.bindings:
-            if b.var.kind == "dataflow":
-                df.bindings.append(_Binding(b.var, b.value))
-                continue
-            value = b.value
-            if not isinstance(value, Var):  # an output bound to a call: name the op after it
-                inner = bound_var(b.var.name, value.shape, value.dtype, kind="dataflow", value=value, block=i)
-                df.bindings.append(_Binding(inner, value))
-                value = inner
-            restore.append((b.var, b.var.value))
-            b.var.value = value
-            df.outputs.append(b.var)
-        fn.items.append(df)
-    outs = body.body if isinstance(body.body, tuple) else (body.body,)
-    for o in outs:
-        if not isinstance(o, Expr):
-            raise GraphError(f"function {name!r} returns {o!r}, not a graph expression")
-    fn.output = list(outs)
-    bb = BlockBuilder(module)
-    try:
-        bb._materialize(fn)
-    finally:
-        for var, value in restore:
-            var.value = value
-    fop = module[name].op
-    for key, val in (attrs or {}).items():
-        fop.attributes[key] = val
-    return fop
 
 
 def describe(expr: Expr) -> str:

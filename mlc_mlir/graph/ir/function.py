@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir import Function as _IRFunction
+from .analysis import PRIMITIVE_ATTR
 from .expr import TensorStructInfo, Var
 
 __all__ = ["Function"]
@@ -40,8 +41,6 @@ class Function(_IRFunction):
     def attrs(self) -> dict[str, Any] | None:
         """The course's function attributes: ``{"Primitive": 1}`` for a fused function,
         None when there are none."""
-        from ..transform.outline import PRIMITIVE_ATTR
-
         return {"Primitive": 1} if PRIMITIVE_ATTR in self.op.attributes else None
 
     @property

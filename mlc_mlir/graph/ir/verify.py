@@ -22,13 +22,10 @@ from mlir import ir
 from ...context import mlc_context
 from ...ir import Module
 from ...irutil import symbol_ops
-from .analysis import (PURE_MLC_OPS, elements_type, fail, func_name, graph_functions, is_graph_function,
-                       types_compatible, value_shapes, walk_ops)
+from .analysis import (PURE_DIALECTS, PURE_MLC_OPS, elements_type, fail, func_name, graph_functions,
+                       is_graph_function, types_compatible, value_shapes, walk_ops)
 
-__all__ = ["verify_graph", "PURE_DIALECTS"]
-
-#: upstream dialects whose ops are all free of side effects (allowed in dataflow blocks)
-PURE_DIALECTS = ("arith", "math", "tensor", "index", "complex")
+__all__ = ["verify_graph"]
 
 
 def verify_graph(mod: Module | ir.Module, *, check_env: bool = False) -> None:

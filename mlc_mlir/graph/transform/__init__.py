@@ -24,21 +24,23 @@ module                      what
 :mod:`.bind_params`         ``BindParams``
 :mod:`.fold_constant`       ``FoldConstant``
 :mod:`.rewrite`             pattern rewriting (``@rewrite.pattern``, ``ewise_fma``)
-:mod:`.dce`                 ``remove_all_unused``
 :mod:`.fusion`              ``FuseDenseAddPass``, ``FuseOps``, ``FuseTIR`` (the pass objects)
 :mod:`.fuse_ops`            FuseOps's grouping by pattern kind
 :mod:`.fuse_tir`            FuseTIR's merge of a primitive function into one tensor program
 :mod:`.outline`             outline op groups into primitive functions; inline calls back
+:mod:`.lower`               graph functions -> destination-passing functions of calls (the
+                            build's ``lower-graph``; FuseTIR lowers a primitive function)
 :mod:`.dps_packed`          ``call_dps_packed`` of the module's own programs -> ``call_tir``
 :mod:`..legalize`           ``LegalizeOps`` and the default op map (its own package)
+:mod:`..ir.analysis`        ``remove_all_unused`` (course ``relax.analysis``)
 ==========================  ================================================================
 """
 
 from __future__ import annotations
 
+from ..ir.analysis import remove_all_unused
 from ..legalize import LegalizeOps
 from .bind_params import BindParams
-from .dce import remove_all_unused
 from .fold_constant import FoldConstant
 from .fusion import FuseDenseAddPass, FuseOps, FuseTIR
 from .pass_infra import ModulePass, PassContext, PassInfo, Sequential, module_pass

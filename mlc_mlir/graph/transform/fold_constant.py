@@ -36,9 +36,8 @@ from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Module
 from ..builder.emit import constant_attr
-from ..ir.analysis import clone_module, graph_functions, walk_ops
+from ..ir.analysis import clone_module, graph_functions, remove_unused_ops, walk_ops
 from ...tensor_types import dtype_of_element
-from .dce import remove_unused_ops
 
 __all__ = ["FoldConstant", "fold_constants", "FOLDABLE", "MAX_GROWTH"]
 

@@ -39,9 +39,9 @@ from enum import IntEnum
 from mlir import ir
 
 from ...irutil import symbol_ops
-from ..ir.analysis import graph_functions, value_shapes, walk_ops
+from ..ir.analysis import graph_functions, is_primitive, value_shapes, walk_ops
 from ..builder.emit import CALL_SLOTS
-from .outline import is_primitive, outline_ops, unique_symbol, users
+from .outline import outline_ops, unique_symbol, users
 
 __all__ = ["OpPatternKind", "op_pattern_kind", "tensor_program_kind", "fuse_ops", "partition"]
 

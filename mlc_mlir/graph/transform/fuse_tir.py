@@ -10,7 +10,7 @@ a chain of calls of tensor programs:
 
 FuseTIR merges it into one tensor program of the same name (docs/conventions.md form):
 
-1. the function is lowered like a graph (:mod:`..vm.lower`): each call gets a
+1. the function is lowered like a graph (:mod:`.lower`): each call gets a
    ``tensor.empty`` output (sizes from ``tensor.dim`` of the parameter carrying a
    symbolic dimension) and becomes a ``func.call``; the last call writes into the new
    output parameter;
@@ -34,12 +34,12 @@ from mlir.dialects import tensor
 from ...compiler.pipeline import run_pipeline
 from ...errors import GraphError, LoweringError
 from ...irutil import symbol_ops
-from ..ir.analysis import fail, func_name, graph_functions, value_shapes, walk_ops
-from .dce import remove_unused_ops
+from ..ir.analysis import (PRIMITIVE_ATTR, fail, func_name, graph_functions, is_primitive, remove_unused_ops, value_shapes,
+                           walk_ops)
 from ..builder.emit import CALL_SLOTS, create_op, segment_sizes
 from ...tensor_types import shape_attr
-from ..vm.lower import lower_graph_functions
-from .outline import PRIMITIVE_ATTR, call_result_shape, erase_unreferenced, is_primitive
+from .lower import lower_graph_functions
+from .outline import call_result_shape, erase_unreferenced
 
 __all__ = ["fuse_tir", "fuse_primitive", "INLINE_PASSES", "FUSE_PASSES"]
 

@@ -12,8 +12,7 @@ from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Module
 from . import rewrite
-from ..ir.analysis import clone_module
-from .dce import remove_all_unused
+from ..ir.analysis import clone_module, remove_all_unused
 from .fuse_ops import fuse_ops
 from .fuse_tir import fuse_tir
 from .pass_infra import PassInfo

@@ -28,20 +28,12 @@ from mlir.dialects import func
 
 from ...irutil import symbol_ops
 from ...errors import GraphError
-from ..ir.analysis import arg_attr, fail, is_graph_function, walk_ops
+from ..ir.analysis import PRIMITIVE_ATTR, arg_attr, fail, is_graph_function, type_shape, value_name, walk_ops
 from ..builder.emit import CALL_SLOTS
 from ...tensor_types import Shape, shape_attr, shape_from_attr
 
-__all__ = ["PRIMITIVE_ATTR", "is_primitive", "outline_ops", "inline_graph_calls", "value_name",
-           "unique_symbol", "symbol_uses", "erase_unreferenced", "call_result_shape", "users"]
-
-#: unit attribute of a primitive (fused) graph function
-PRIMITIVE_ATTR = "mlc.primitive"
-
-
-def is_primitive(fop: ir.Operation) -> bool:
-    """Whether ``fop`` is a primitive (fused) function."""
-    return PRIMITIVE_ATTR in fop.attributes
+__all__ = ["outline_ops", "inline_graph_calls", "unique_symbol", "symbol_uses", "erase_unreferenced",
+           "call_result_shape", "users"]
 
 
 def users(value: ir.Value) -> list[ir.Operation]:
@@ -52,21 +44,6 @@ def users(value: ir.Value) -> list[ir.Operation]:
         if owner not in out:
             out.append(owner)
     return out
-
-
-def value_name(value: ir.Value, default: str) -> str:
-    """The name a value prints with (its op's / argument's name location), else ``default``."""
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        fop = owner.owner
-        if fop is not None and fop.operation.name == "func.func":
-            attr = arg_attr(fop.operation, ir.BlockArgument(value).arg_number, "mlc.name")
-            if attr is not None:
-                return ir.StringAttr(attr).value
-        loc = ir.BlockArgument(value).location
-    else:
-        loc = owner.operation.location
-    return loc.name_str if loc.is_a_name() else default
 
 
 def unique_symbol(module: ir.Module, hint: str) -> str:
@@ -97,8 +74,6 @@ def call_result_shape(shapes: dict, op: ir.Operation, callee_shape: Shape, calle
 
 
 def _arg_shapes(fop: ir.Operation) -> list[Shape]:
-    from ..ir.analysis import type_shape
-
     out = []
     for i, arg in enumerate(fop.regions[0].blocks[0].arguments):
         attr = arg_attr(fop, i, "mlc.shape")

@@ -19,14 +19,14 @@ from __future__ import annotations
 from ...context import mlc_context
 from ...ir import Module
 from ...passes import register_pass
-from .dce import remove_all_unused
 from .fold_constant import fold_constants
 from .fusion import FuseDenseAddPass, FuseOps, FuseTIR
 from ..legalize import legalize
-from ..vm.lower import lower_graph_functions
+from .lower import lower_graph_functions
 from .optimize import optimize
 from .outline import inline_graph_calls
 from .rewrite import ewise_fma
+from ..ir.analysis import remove_all_unused
 from ..ir.verify import verify_graph
 
 __all__ = ["verify_graph_pass", "legalize_ops_pass", "lower_graph_pass", "rewrite_ewise_fma_pass",

@@ -38,11 +38,12 @@ from mlir.dialects import tensor
 from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Module
-from ..ir.analysis import PURE_MLC_OPS, clone_module, func_name, graph_functions, op_attrs, value_shapes
+from ..ir.analysis import (PURE_MLC_OPS, clone_module, func_name, graph_functions, is_primitive, op_attrs, value_name,
+                           value_shapes)
 from ..builder.emit import Emitter
 from ...tensor_types import format_shape
 from ..ir.expr import Call, Expr
-from .outline import is_primitive, outline_ops, users, value_name
+from .outline import outline_ops, users
 
 __all__ = ["Node", "Rewriter", "Pattern", "pattern", "apply_patterns", "ewise_fma"]
 

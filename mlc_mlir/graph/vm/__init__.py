@@ -4,7 +4,7 @@
 module                      what
 ==========================  ================================================================
 :mod:`.pipeline`            ``graph_stages``: the graph stages of the one build pipeline
-:mod:`.lower`               graph functions -> destination-passing functions of calls
+                            (lowering itself: :mod:`..transform.lower`)
 :mod:`.vm_build`            ``mlc.graph.build`` -> ``Executable`` (CPU)
 :mod:`.cuda`                ``mlc.graph.build(target="cuda")`` and its functions
 :mod:`.virtual_machine`     ``VirtualMachine``: checked calls of the compiled functions

@@ -10,7 +10,7 @@ optimization stages      :func:`..transform.optimize.optimization_stages` (graph
 ``legalize``             the remaining graph ops -> ``call_tir`` (:mod:`..legalize`)
 ``default-schedule``     (CPU) rule-based schedules from the target (:mod:`mlc_mlir.schedule.rules`)
 ``gpu-schedule``         (cuda) default GPU schedules (:mod:`mlc_mlir.schedule.gpu_rules`)
-``lower-graph``          graph functions -> destination-passing functions (:mod:`.lower`)
+``lower-graph``          graph functions -> destination-passing functions (:mod:`..transform.lower`)
 ``graph-inline``         tensor programs inlined into them, unused ones dropped
 =======================  ==============================================================
 
@@ -25,7 +25,7 @@ from ...compiler.pipeline import Compilation, GraphStage, ModuleStage, PassStage
 from ...errors import GraphError
 from ...ir import Module
 from ..ir.analysis import clone_module
-from .lower import lower_graph_functions
+from ..transform.lower import lower_graph_functions
 from ..transform.optimize import optimization_stages
 from ..transform.outline import inline_graph_calls
 from ..ir.verify import verify_graph

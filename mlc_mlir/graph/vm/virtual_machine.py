@@ -23,7 +23,7 @@ from ...errors import ArgumentError, GraphError, RuntimeError_
 from ...runtime.checks import check_arity, check_array
 from ...runtime import Device, NDArray, as_numpy, cpu
 from ...tensor_types import format_shape
-from .lower import GraphSignature
+from ..transform.lower import GraphSignature
 from .vm_build import Executable
 
 __all__ = ["VirtualMachine", "GraphFunction"]

@@ -6,7 +6,7 @@
 
 The build verifies the graph, optimizes it (``opt_level``, :mod:`..transform.optimize`: fusion
 into fewer tensor programs), legalizes the remaining graph ops, lowers each graph
-function to a destination-passing function of calls (:mod:`.lower`) and compiles the
+function to a destination-passing function of calls (:mod:`..transform.lower`) and compiles the
 whole module to native code with ``mlc.build``'s pipeline; calls of tensor programs are
 inlined first, so a graph made of tensor programs is one compiled function.
 Environment functions (``call_dps_packed``) are external functions of that code,
@@ -32,7 +32,7 @@ from ...ir import Module
 from ...runtime import get_func
 from ...runtime.memref import descriptor_class, view
 from ..ir.analysis import func_name, graph_functions, value_shapes, walk_ops
-from .lower import EnvCall, GraphSignature
+from ..transform.lower import EnvCall, GraphSignature
 
 __all__ = ["build", "Executable", "static_extent_checks"]
 
