@@ -1,0 +1,105 @@
+"""The unroll-jam stage's choice (``jam_plan``) on hand-written bufferized kernels of the
+course's ch.2 shape (``i``, ``j`` by the tile's columns, ``k``; a ``1 x n`` accumulator),
+for the AVX2 and AVX-512 register files: which loop, which factor, when none; then the
+jam itself when the factor does not divide the trip count. Fast (no build): the mutation
+run of ``make mutate`` uses these tests for the module."""
+
+from __future__ import annotations
+
+import pytest
+from mlir import ir
+
+from mlc_mlir.compiler.unroll_jam import MAX_JAM, jam_plan, unroll_and_jam
+from mlc_mlir.context import mlc_context
+
+AVX2, AVX512 = "llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"
+
+
+def kernel(rows: int, cols: int, *, n: int = 128, k: int = 16, row_step: int = 1) -> str:
+    """Y[i, j:j+cols] = A[i, :] @ B[:, j:j+cols] over ``rows`` rows, in ``n`` columns."""
+    acc = f"memref<{row_step}x{cols}xf32, strided<[{n}, 1], offset: ?>>"
+    a = f"memref<{row_step}x1xf32, strided<[{k}, 1], offset: ?>>"
+    b = f"memref<1x{cols}xf32, strided<[{n}, 1], offset: ?>>"
+    return f"""
+      func.func @k(%A: memref<{rows * row_step}x{k}xf32>, %B: memref<{k}x{n}xf32>, %Y: memref<{rows * row_step}x{n}xf32>) {{
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %rows = arith.constant {rows * row_step} : index
+        %rs = arith.constant {row_step} : index
+        %n = arith.constant {n} : index
+        %cols = arith.constant {cols} : index
+        %k = arith.constant {k} : index
+        %z = arith.constant 0.0 : f32
+        scf.for %i = %c0 to %rows step %rs {{
+          scf.for %j = %c0 to %n step %cols {{
+            %y = memref.subview %Y[%i, %j] [{row_step}, {cols}] [1, 1] : memref<{rows * row_step}x{n}xf32> to {acc}
+            linalg.fill ins(%z : f32) outs(%y : {acc})
+            scf.for %kk = %c0 to %k step %c1 {{
+              %av = memref.subview %A[%i, %kk] [{row_step}, 1] [1, 1] : memref<{rows * row_step}x{k}xf32> to {a}
+              %bv = memref.subview %B[%kk, %j] [1, {cols}] [1, 1] : memref<{k}x{n}xf32> to {b}
+              linalg.matmul ins(%av, %bv : {a}, {b}) outs(%y : {acc})
+            }} {{mlc.loop = "k"}}
+          }} {{mlc.loop = "j"}}
+        }} {{mlc.loop = "i"}}
+        return
+      }}"""
+
+
+def plan(text: str, target: str) -> list[tuple[str, int]]:
+    with mlc_context():
+        m = ir.Module.parse(text)
+        return [(ir.StringAttr(lp.attributes["mlc.loop"]).value, f) for lp, f in jam_plan(m, target)]
+
+
+@pytest.mark.parametrize("target,rows,cols,want", [
+    # AVX2 (16 registers of 8 floats): a 1x32 row is 4 registers, B's row 4 more: 2 rows jammed
+    (AVX2, 128, 32, [("i", 2)]),
+    # AVX-512 (32 of 16): 2 + 2 registers: the largest factor, MAX_JAM
+    (AVX512, 128, 32, [("i", MAX_JAM)]),
+    # the factor is at most the trip count
+    (AVX512, 3, 32, [("i", 3)]),
+    (AVX512, 5, 32, [("i", 5)]),
+    # one row: the column loop instead (it shares A's element), by its trip count 4
+    (AVX512, 1, 32, [("j", 4)]),
+    # an accumulator of less than a vector: nothing
+    (AVX2, 128, 4, []),
+    # exactly one vector: jammed (16 - 1 - 1 = 14 registers: 8 rows at most)
+    (AVX2, 128, 8, [("i", MAX_JAM)]),
+    # 7 registers of accumulator: 2 x 7 + 1 <= 16 but 16 - 7 - 1 leaves room for one: nothing
+    (AVX2, 128, 56, []),
+    # 8 registers: over half the register file
+    (AVX2, 128, 64, []),
+    # 3 registers: 16 - 3 - 1 = 12 free, 4 rows
+    (AVX2, 128, 24, [("i", 4)]),
+])
+def test_plan_picks_the_loop_and_factor(target, rows, cols, want):
+    n = 112 if cols == 56 else 120 if cols == 24 else 128
+    assert plan(kernel(rows, cols, n=n), target) == want
+
+
+def test_plan_with_row_tiles_of_two():
+    """Two rows per iteration: 2 x 32 accumulators (8 AVX2 registers): 2 x 8 + 1 > 16, nothing."""
+    assert plan(kernel(64, 32, row_step=2), AVX2) == []
+    assert plan(kernel(64, 32, row_step=2), AVX512) == [("i", 7)]  # 4 each: (32 - 2 - 1) // 4
+
+
+def test_a_loop_writing_what_another_iteration_reads_is_not_jammed():
+    text = kernel(128, 32).replace("%y = memref.subview %Y[%i, %j]", "%y = memref.subview %Y[%c0, %j]")
+    assert plan(text, AVX512) == [("j", 4)]  # the rows all write row 0: only the columns are parallel
+
+
+def test_loops_with_results_or_varying_inner_bounds_are_not_candidates():
+    inner = kernel(128, 32).replace("scf.for %kk = %c0 to %k step %c1", "scf.for %kk = %c0 to %i step %c1")
+    assert plan(inner, AVX512) == [("j", 4)]  # k's bound varies with i
+
+
+def test_jam_splits_a_trip_count_the_factor_does_not_divide():
+    with mlc_context():
+        m = ir.Module.parse(kernel(7, 32))
+        (loop, factor), = jam_plan(m, AVX2)
+        assert factor == 2
+        unroll_and_jam(m, AVX2)
+        text = str(m)
+    assert "mlc.unroll_jam" not in text
+    assert "to %c6 step %c2" in text  # 3 jammed pairs of rows, then the last row alone
+    assert text.count('mlc.loop = "i"') == 1 or "%c6 to %c7" in text
