@@ -22,6 +22,7 @@ features (``target_cpu`` / ``target_features`` on each ``llvm.func``).
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import platform
 import re
@@ -29,7 +30,9 @@ import subprocess
 
 from .errors import BuildError
 
-__all__ = ["Target", "TargetError", "host_cpu_name", "host_features", "KNOWN_CPUS"]
+log = logging.getLogger(__name__)
+
+__all__ = ["Target", "TargetError", "host_cpu_name", "host_features", "KNOWN_CPUS", "CUDA_TAGS", "resolve_tag"]
 
 
 class TargetError(BuildError):
@@ -214,9 +217,48 @@ class Target:
         return self.cpu, feats
 
 
+#: TVM's target tags for NVIDIA GPUs (``tvm.target.Target("nvidia/tesla-p100")``) -> their chip
+CUDA_TAGS = {
+    "nvidia/tesla-p100": "sm_60", "nvidia/tesla-v100": "sm_70", "nvidia/tesla-t4": "sm_75",
+    "nvidia/geforce-rtx-2080-ti": "sm_75", "nvidia/nvidia-a100": "sm_80", "nvidia/a100": "sm_80",
+    "nvidia/nvidia-a10g": "sm_86", "nvidia/geforce-rtx-3090": "sm_86", "nvidia/nvidia-l4": "sm_89",
+    "nvidia/geforce-rtx-4090": "sm_89", "nvidia/nvidia-h100": "sm_90", "nvidia/h100": "sm_90",
+    "nvidia/nvidia-h200": "sm_90",
+}
+#: the oldest chip the CUDA toolkit compiles for (CUDA 13 dropped sm_50 to sm_72)
+_OLDEST_CUDA = (7, 5)
+
+
+def resolve_tag(target: str) -> str:
+    """``target`` with a TVM tag (``"nvidia/tesla-p100"``) spelt as a CUDA target.
+
+    The tag's chip is kept when the toolkit compiles for it (``"cuda -arch=sm_80"``); an
+    older one (the course's P100 is sm_60) gives plain ``"cuda"``: the GPU present, else
+    sm_90, as for any ``"cuda"`` target. Other targets are returned unchanged.
+
+    Raises:
+        TargetError: an ``nvidia/...`` tag that is not known.
+    """
+    text = str(target).strip()
+    if not text.startswith("nvidia/"):
+        return text
+    tag, _, rest = text.partition(" ")
+    if tag not in CUDA_TAGS:
+        raise TargetError(f"unknown target tag {tag!r}; known: {', '.join(sorted(CUDA_TAGS))} "
+                          "(or 'cuda -arch=sm_XX')")
+    chip = CUDA_TAGS[tag]
+    major, minor = int(chip[3:-1]), int(chip[-1])
+    if (major, minor) < _OLDEST_CUDA:
+        log.info("target %s: %s is older than this CUDA toolkit compiles for; building for the GPU present "
+                 "(or sm_90)", tag, chip)
+        return " ".join(["cuda", *rest.split()])
+    return " ".join(["cuda", f"-arch={chip}", *rest.split()])
+
+
 def _parse(text: str | object) -> tuple[str, dict[str, str]]:
     if not isinstance(text, str):
         raise TargetError(f"target must be a str or mlc.target.Target, got {type(text).__name__}")
+    text = resolve_tag(text)
     parts = text.split()
     if not parts or parts[0] not in _KINDS:
         raise TargetError(f"unknown target {text!r}; supported: 'llvm' (options -mcpu=, -mattr=, -num-cores=), "

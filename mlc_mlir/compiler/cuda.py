@@ -38,7 +38,7 @@ from .executable import JitModule
 from .gpu_pipeline import CudaTarget
 from .pipeline import run_pipeline
 
-__all__ = ["CudaModule", "cuda_driver", "device_arch", "jit_host", "NO_DRIVER"]
+__all__ = ["CudaModule", "DeviceCode", "cuda_driver", "device_arch", "jit_host", "NO_DRIVER"]
 
 
 NO_DRIVER = ("no CUDA driver (libcuda) found: CUDA functions can be compiled (get_source('ptx')) "
@@ -120,6 +120,12 @@ class CudaModule(JitModule):
             self._cuda_funcs[name] = CudaFunction(self, self.signatures[name], fn, self._unavailable)
         return self._cuda_funcs[name]
 
+    @property
+    def imported_modules(self) -> list[DeviceCode]:
+        """The device code as the course reads it: ``rt_mod.imported_modules[0].get_source()``
+        (TVM's CUDA module imported by the host module; here the kernels' PTX)."""
+        return [DeviceCode(self)]
+
     def time_evaluator(self, name: str, dev: Any = None, *, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0.0) -> Callable[..., ProfileResult]:
         """A function timing ``name`` on the GPU with CUDA events (seconds per call)."""
@@ -138,6 +144,24 @@ class CudaModule(JitModule):
             raise MlcError(f"get_source: unknown format {fmt!r}; use 'ptx', {', '.join(map(repr, _SNAPSHOTS))}, "
                            "'mlir', 'llvm-dialect', 'llvm' or 'asm'")
         return super().get_source(fmt)
+
+
+class DeviceCode:
+    """The kernels of a :class:`CudaModule` (``type_key`` ``"cuda"``, as TVM's device module)."""
+
+    type_key = "cuda"
+
+    def __init__(self, host: CudaModule):
+        self._host = host
+
+    def get_source(self, fmt: str = "ptx") -> str:
+        """The kernels' PTX (``"ptx"``, TVM's default ``""`` and ``"cuda"`` give it too)."""
+        if fmt not in ("", "ptx", "cuda"):
+            raise MlcError(f"get_source: the device module has its PTX only ('ptx'), not {fmt!r}")
+        return self._host.get_source("ptx")
+
+    def __repr__(self) -> str:
+        return f"<mlc.DeviceCode of {self._host.cuda.arch}>"
 
 
 def _ptx_of(device_ir: str, cuda: CudaTarget) -> str:

@@ -23,7 +23,7 @@ from ..context import mlc_context
 from ..errors import BuildError
 from ..ir import Module, graph_functions
 from ..runtime.module import RuntimeModule
-from ..target import Target
+from ..target import Target, resolve_tag
 from ..views import graph_view
 from .cpu_backend import CpuBackend, host_target
 from .cuda_backend import CudaBackend
@@ -47,8 +47,8 @@ def backend_for(target: str | Target | Any, *, opt_level: int = 3, fastmath: str
     if isinstance(target, Target):
         kind = target.kind
     else:
-        text = str(target)
-        kind = text.split()[0] if text.strip() else text
+        target = resolve_tag(str(target))  # TVM's tags: "nvidia/tesla-p100" is a cuda target
+        kind = target.split()[0] if target.strip() else target
     if kind == "cuda":
         return CudaBackend.of(str(target), arch=arch, opt_level=opt_level)
     if kind not in ("llvm", "cpu"):

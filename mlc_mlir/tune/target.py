@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import TuneError
+from ..target import TargetError, resolve_tag
 
 __all__ = ["TuneTarget", "parse_target"]
 
@@ -41,6 +42,10 @@ def parse_target(target: object) -> TuneTarget:
     if isinstance(target, TuneTarget):
         return target
     text = str(target if target is not None else "llvm").strip() or "llvm"
+    try:
+        text = resolve_tag(text)  # TVM's tags: "nvidia/tesla-p100" tunes on the GPU present
+    except TargetError as exc:
+        raise TuneError(str(exc)) from None
     words = text.split()
     if words[0] not in ("llvm", "cpu", "cuda"):
         raise TuneError(f"target {text!r}: tuning measures on the host CPU ('llvm', 'llvm --num-cores=N') "

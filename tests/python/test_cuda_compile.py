@@ -317,3 +317,31 @@ func.func @f(%a: memref<8xf32>) {
 def test_unsupported_kernels(text, msg):
     with pytest.raises(mlc.BuildError, match=msg):
         mlc.build(mlc.Module.parse(text), target="cuda")
+
+
+@pytest.mark.parametrize("tag, arch", [("nvidia/tesla-p100", None), ("nvidia/nvidia-a100", "sm_80"),
+                                       ("nvidia/nvidia-h100", "sm_90")])
+def test_course_target_tags_build_for_cuda(tag, arch):
+    """Course ch.6: ``tvm.build(sch.mod, target="nvidia/tesla-p100")`` and
+    ``rt_mod.imported_modules[0].get_source()``. A tag's chip is kept when the toolkit
+    compiles for it; the P100's sm_60 (CUDA 13 starts at sm_75) builds for the GPU present."""
+    from mlc_mlir.compiler.cuda import device_arch
+
+    rt = mlc.build(vector_add(1024, 128).mod, target=tag)
+    want = arch or device_arch() or "sm_90"
+    assert rt.cuda.arch == want
+    device = rt.imported_modules[0]
+    assert device.type_key == "cuda"
+    src = device.get_source()
+    assert _entries(src) and f".target {want}" in src
+
+
+def test_course_target_tags_in_tuning_and_errors():
+    from mlc_mlir.tune.target import parse_target
+
+    assert parse_target("nvidia/tesla-p100").kind == "cuda"
+    assert parse_target("nvidia/nvidia-a100").text == "cuda -arch=sm_80"
+    with pytest.raises(mlc.TuneError, match="unknown target tag 'nvidia/tesla-k80'"):
+        parse_target("nvidia/tesla-k80")
+    with pytest.raises(mlc.BuildError, match="unknown target tag"):
+        mlc.build(vector_add(1024, 128).mod, target="nvidia/no-such-gpu")

@@ -28,6 +28,7 @@ from mlir import ir
 from ...compiler import Compilation, RuntimeModule, compile
 from ...errors import GraphError, RuntimeError_
 from ...irutil import symbol_ops
+from ...target import resolve_tag
 from ...ir import Module
 from ...runtime import get_func
 from ...runtime.memref import descriptor_class, view
@@ -128,7 +129,8 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
     """
     if not isinstance(mod, Module):
         raise GraphError(f"graph.build expects an mlc.Module, got {type(mod).__name__}")
-    kind = str(target).split()[0] if str(target).strip() else ""
+    target = resolve_tag(str(target))  # TVM's tags: "nvidia/tesla-p100" is a cuda target
+    kind = target.split()[0] if target.strip() else ""
     if kind not in ("llvm", "cpu", "cuda"):
         raise GraphError(f"graph.build: unsupported target {target!r}; supported: 'llvm', 'cuda'")
     if not graph_functions(mod.mlir_module):
