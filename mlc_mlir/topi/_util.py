@@ -6,14 +6,14 @@ from typing import Any
 
 from ..errors import TEError
 from ..tensor_types import broadcast_shapes
+from .. import te
+from ..te.tensor import shape_names
 
 __all__ = ["te_dim", "bcast_index", "broadcast", "check_tensor", "normalize_axis", "const_int"]
 
 
 def check_tensor(x: Any, op: str, what: str = "argument") -> None:
     """Raise :class:`TEError` unless ``x`` is a te tensor."""
-    from .. import te
-
     if not isinstance(x, te.Tensor):
         raise TEError(f"topi.{op}: {what} must be a te tensor (te.placeholder / te.compute), "
                       f"got {type(x).__name__}")
@@ -38,8 +38,6 @@ def bcast_index(t: Any, out_rank: int, idx: tuple) -> tuple:
 
 def broadcast(op: str, a: Any, b: Any) -> tuple:
     """The NumPy-broadcast shape of ``a`` and ``b`` as te dims; TEError if they do not broadcast."""
-    from ..te.tensor import shape_names
-
     shape = broadcast_shapes(shape_names(a.shape), shape_names(b.shape), what=f"topi.{op}", error=TEError)
     return tuple(te_dim((a, b), d) for d in shape)
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._util import bcast_index, broadcast, check_tensor
+from .. import te
 
 __all__ = ["add", "subtract", "multiply", "divide", "ewise_fma", "exp", "sqrt", "tanh", "sigmoid",
            "binary"]
@@ -13,8 +14,6 @@ __all__ = ["add", "subtract", "multiply", "divide", "ewise_fma", "exp", "sqrt", 
 
 def binary(kind: str, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     """A broadcasting binary operator named ``kind`` computing ``fn(a, b)``."""
-    from .. import te
-
     def op(lhs: Any, rhs: Any) -> Any:
         check_tensor(lhs, kind, "lhs")
         check_tensor(rhs, kind, "rhs")
@@ -36,8 +35,6 @@ divide = binary("divide", lambda x, y: x / y)
 
 def ewise_fma(a: Any, b: Any, c: Any) -> Any:
     """``a * b + c`` elementwise (three tensors of one shape)."""
-    from .. import te
-
     for t in (a, b, c):
         check_tensor(t, "ewise_fma")
     return te.compute(a.shape, lambda *i: a(*i) * b(*i) + c(*i), name="ewise_fma")
@@ -45,8 +42,6 @@ def ewise_fma(a: Any, b: Any, c: Any) -> Any:
 
 def _unary(name: str) -> Callable[[Any], Any]:
     def op(x: Any) -> Any:
-        from .. import te
-
         check_tensor(x, name)
         fn = getattr(te, name)
         return te.compute(x.shape, lambda *i: fn(x(*i)), name=name)

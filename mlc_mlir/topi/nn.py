@@ -9,6 +9,8 @@ from typing import Any
 
 from ..errors import TEError
 from ._util import check_tensor, const_int, normalize_axis
+from .. import te
+from .elementwise import add, sigmoid as _sigmoid, tanh as _tanh
 
 __all__ = ["matmul", "dense", "relu", "softmax", "conv2d", "pool2d", "max_pool2d", "avg_pool2d",
            "batch_norm", "layer_norm", "gelu", "sigmoid", "tanh"]
@@ -21,8 +23,6 @@ def matmul(tensor_a: Any, tensor_b: Any, bias: Any = None, transpose_a: bool = F
     ``transpose_b=True`` reads ``b`` as ``(n, k)`` (what :func:`dense` does); ``transpose_a``
     is for a rank-2 ``a`` stored ``(k, m)``.
     """
-    from .. import te
-
     check_tensor(tensor_a, "nn.matmul", "tensor_a")
     check_tensor(tensor_b, "nn.matmul", "tensor_b")
     a, b = tensor_a, tensor_b
@@ -49,7 +49,6 @@ def matmul(tensor_a: Any, tensor_b: Any, bias: Any = None, transpose_a: bool = F
         out = te.compute((*lead, n), body, name="matmul")
     if bias is None:
         return out
-    from .elementwise import add
 
     return add(out, bias)
 
@@ -61,16 +60,12 @@ def dense(data: Any, weight: Any, bias: Any = None) -> Any:
 
 def relu(x: Any) -> Any:
     """``max(x, 0)`` elementwise."""
-    from .. import te
-
     check_tensor(x, "nn.relu")
     return te.compute(x.shape, lambda *i: te.max(x(*i), 0), name="relu")
 
 
 def softmax(x: Any, axis: int = -1) -> Any:
     """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (max and sum keep a size-1 dim)."""
-    from .. import te
-
     check_tensor(x, "nn.softmax")
     n = len(x.shape)
     axis = normalize_axis(axis, n, "nn.softmax")
@@ -117,8 +112,6 @@ def conv2d(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation:
     Raises:
         TEError: a layout other than NCHW, non-zero padding, or mismatched channels.
     """
-    from .. import te
-
     check_tensor(data, "nn.conv2d", "data")
     check_tensor(kernel, "nn.conv2d", "kernel")
     if data_layout != "NCHW" or len(data.shape) != 4 or len(kernel.shape) != 4:
@@ -141,8 +134,6 @@ def conv2d(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation:
 def pool2d(data: Any, kernel: Any, stride: Any, dilation: Any = 1, padding: Any = 0,
            pool_type: str = "max", ceil_mode: bool = False, layout: str = "NCHW") -> Any:
     """Max or average pooling over the last two dimensions of NCHW ``data``."""
-    from .. import te
-
     check_tensor(data, "nn.pool2d", "data")
     if pool_type not in ("max", "avg") or layout != "NCHW" or ceil_mode or len(data.shape) != 4:
         raise TEError(f"topi.nn.pool2d: supports pool_type 'max'/'avg', NCHW rank-4 data, no ceil_mode; "
@@ -180,8 +171,6 @@ def batch_norm(data: Any, gamma: Any, beta: Any, moving_mean: Any, moving_var: A
                epsilon: float = 1e-5) -> Any:
     """Inference batch normalization along ``axis``:
     ``(x - mean) / sqrt(var + eps) * gamma + beta`` with per-channel 1-D statistics."""
-    from .. import te
-
     for t in (data, gamma, beta, moving_mean, moving_var):
         check_tensor(t, "nn.batch_norm")
     axis = normalize_axis(axis, len(data.shape), "nn.batch_norm")
@@ -198,8 +187,6 @@ def layer_norm(data: Any, gamma: Any, beta: Any, axis: Sequence[int] | int = -1,
                epsilon: float = 1e-5) -> Any:
     """Layer normalization over the trailing ``axis`` dimensions (``nn.LayerNorm``):
     ``(x - mean) / sqrt(var + eps) * gamma + beta``, ``gamma``/``beta`` of those dims' shape."""
-    from .. import te
-
     for t in (data, gamma, beta):
         check_tensor(t, "nn.layer_norm")
     n = len(data.shape)
@@ -228,8 +215,6 @@ def layer_norm(data: Any, gamma: Any, beta: Any, axis: Sequence[int] | int = -1,
 
 def _erf(x: Any) -> Any:
     """erf(x) (Abramowitz & Stegun 7.1.26, absolute error below 1.5e-7)."""
-    from .. import te
-
     a1, a2, a3, a4, a5, p = 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429, 0.3275911
     ax = te.abs(x)
     t = 1.0 / (1.0 + p * ax)
@@ -240,8 +225,6 @@ def _erf(x: Any) -> Any:
 
 def gelu(x: Any) -> Any:
     """``0.5 * x * (1 + erf(x / sqrt(2)))`` (``nn.GELU()``, the exact form)."""
-    from .. import te
-
     check_tensor(x, "nn.gelu")
     inv = 1.0 / math.sqrt(2.0)
     return te.compute(x.shape, lambda *i: 0.5 * x(*i) * (1.0 + _erf(x(*i) * inv)), name="gelu")
@@ -249,13 +232,9 @@ def gelu(x: Any) -> Any:
 
 def sigmoid(x: Any) -> Any:
     """``1 / (1 + exp(-x))``."""
-    from .elementwise import sigmoid as _sigmoid
-
     return _sigmoid(x)
 
 
 def tanh(x: Any) -> Any:
     """``tanh(x)``."""
-    from .elementwise import tanh as _tanh
-
     return _tanh(x)

@@ -8,14 +8,14 @@ from typing import Any
 from ..errors import TEError
 from ..tensor_types import numel
 from ._util import check_tensor, te_dim
+from .. import te
+from ..te.tensor import shape_names
 
 __all__ = ["transpose", "permute_dims", "reshape", "flatten"]
 
 
 def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
     """Result dimension ``k`` is ``a``'s dimension ``axes[k]`` (default: reversed)."""
-    from .. import te
-
     check_tensor(a, "transpose")
     n = len(a.shape)
     axes = tuple(reversed(range(n))) if axes is None else tuple(int(x) % max(n, 1) for x in axes)
@@ -50,9 +50,6 @@ def reshape(a: Any, newshape: Sequence[int | str]) -> Any:
 
     Only the leading dimension may be symbolic.
     """
-    from .. import te
-    from ..te.tensor import shape_names
-
     check_tensor(a, "reshape")
     in_dims, out_dims = shape_names(a.shape), tuple(newshape)
     if -1 in out_dims:
@@ -80,8 +77,6 @@ def reshape(a: Any, newshape: Sequence[int | str]) -> Any:
 
 def flatten(a: Any, start_dim: int = 1) -> Any:
     """Collapse dimensions ``start_dim..`` into one (``torch.flatten(x, 1)``, ``nn.Flatten``)."""
-    from ..te.tensor import shape_names
-
     check_tensor(a, "flatten")
     d = shape_names(a.shape)
     rest = 1
