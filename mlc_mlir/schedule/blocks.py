@@ -11,6 +11,7 @@ from ..errors import ScheduleError
 from .peel import share_peel
 from .state import BlockState, FuncState, Loop
 from .trace import BlockRV, LoopRV
+from .intrin import TensorIntrin, tile_signature
 
 __all__ = ["BlockPrimitives"]
 
@@ -258,8 +259,6 @@ class BlockPrimitives:
             ...
             func.func private @tmm16_impl(...)
         """
-        from .intrin import TensorIntrin, tile_signature
-
         intrin = TensorIntrin.get(tensor_intrin) if isinstance(tensor_intrin, str) else None
         if intrin is None:
             raise ScheduleError(f"tensorize: tensor_intrin must be a registered name, got {tensor_intrin!r}")

@@ -22,6 +22,7 @@ import tempfile
 from mlir import ir
 
 from ..errors import ScheduleError
+from ..context import mlc_context
 
 __all__ = ["SAFE_OPS", "is_provably_safe", "dry_run_in_child"]
 
@@ -81,8 +82,7 @@ def _child(spec_path: str) -> int:
     the parent, which applies the script again in process."""
     from mlir.dialects.transform import interpreter
 
-    from ..context import mlc_context
-    from .apply import _entry
+    from .apply import _entry  # here, not at the top: schedule.apply imports this module
 
     with open(spec_path, encoding="utf-8") as f:
         job = json.load(f)

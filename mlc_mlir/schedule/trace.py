@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from ..errors import ScheduleError
 
 __all__ = ["BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind", "INSTRUCTION_KINDS",
            "register_instruction_kind", "Trace", "SAMPLING_KINDS"]
@@ -122,8 +123,6 @@ def register_instruction_kind(kind: InstructionKind) -> InstructionKind:
 
 def instruction_kind(name: str) -> InstructionKind:
     """The registered kind called ``name`` (ScheduleError if unknown)."""
-    from ..errors import ScheduleError
-
     if name not in INSTRUCTION_KINDS:
         raise ScheduleError(f"unknown trace instruction kind {name!r}; known kinds are {sorted(INSTRUCTION_KINDS)}")
     return INSTRUCTION_KINDS[name]
@@ -212,8 +211,6 @@ class Trace:
         Keys address an instruction as ``print(trace)`` shows it: its line number (0 for
         the first line), one of its printed outputs (``"v4"``), or the :class:`Instruction`.
         """
-        from ..errors import ScheduleError
-
         insts = list(self.instructions)
         decisions = {self._position(key): d for key, d in decisions.items()}
         for index, decision in decisions.items():
@@ -230,8 +227,7 @@ class Trace:
 
         Same as ``Schedule(mod, seed=seed).replay(trace)``.
         """
-        from ..errors import ScheduleError
-        from .schedule import Schedule
+        from .schedule import Schedule  # here, not at the top: schedule.schedule imports this module
 
         mod = mod if mod is not None else self._module
         if mod is None:
@@ -281,8 +277,6 @@ class Trace:
         Raises:
             ScheduleError: not a trace, an unknown instruction kind, or a bad RV reference.
         """
-        from ..errors import ScheduleError
-
         if isinstance(obj, str):
             try:
                 obj = json.loads(obj)
@@ -325,14 +319,12 @@ def _substitute(value: Any, rvs: dict[int, Any]) -> Any:
 def _encode(value: Any, index: dict[int, int]) -> Any:
     if isinstance(value, RV):
         if value.id not in index:
-            from ..errors import ScheduleError
             raise ScheduleError(f"Trace.as_json: {value!r} is used before any instruction returns it")
         return {"rv": index[value.id]}
     if isinstance(value, (list, tuple)):
         return [_encode(v, index) for v in value]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    from ..errors import ScheduleError
     raise ScheduleError(f"Trace.as_json: cannot serialize argument {value!r} ({type(value).__name__})")
 
 
@@ -348,7 +340,6 @@ def _decode(value: Any, rvs: list[Any], kind: str) -> Any:
     if isinstance(value, dict):
         k = value.get("rv")
         if not isinstance(k, int) or not 0 <= k < len(rvs):
-            from ..errors import ScheduleError
             raise ScheduleError(f"Trace.from_json: instruction {kind!r} refers to {value!r}, not an earlier output")
         return rvs[k]
     if isinstance(value, list):
@@ -357,8 +348,6 @@ def _decode(value: Any, rvs: list[Any], kind: str) -> Any:
 
 
 def _decode_output(out: Any, kind: str) -> Any:
-    from ..errors import ScheduleError
-
     if not isinstance(out, list) or not out or out[0] not in ("b", "l", "v"):
         raise ScheduleError(f"Trace.from_json: bad output {out!r} of instruction {kind!r}")
     if out[0] == "b":
