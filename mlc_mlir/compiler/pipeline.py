@@ -24,12 +24,16 @@ from mlir.passmanager import PassManager
 
 from ..context import mlc_context
 from ..errors import BuildError, LoweringError
+from ..ir import Module
 from ..irutil import diagnostics_text, has_op
 from ..log import print_ir
+from ..runtime.fastcall import fast_plans
 from ..target import Target
 from ..runtime.signature import FuncSignature
+from .abi import to_memref_abi
 from .alloc_check import check_allocations
 from .codegen_flags import check_fastmath, set_fastmath, set_noalias, set_target_attrs
+from .fastcall import add_entries
 from .guards import reject_unsupported
 from .partial_writes import guard_partial_writes
 from .unroll_jam import unroll_and_jam
@@ -173,8 +177,6 @@ def run_stages(module: Any, stages: Sequence[Stage], *, print_after_all: bool = 
     allowed); returns the module after the last stage (the same kind as given).
     ``after_stage(stage, mlc_module)`` is called after each stage (snapshots).
     """
-    from ..ir import Module
-
     raw = isinstance(module, ir.Module)
     mod = Module(module) if raw else module
     for stage in stages:
@@ -216,8 +218,6 @@ class Compilation:
 
     def memref_abi(self, module: ir.Module) -> None:
         """The ABI rewrite (:func:`.abi.to_memref_abi`) as a stage: records the signatures."""
-        from .abi import to_memref_abi
-
         self.signatures.update(to_memref_abi(module))
         if not self.signatures:
             raise BuildError("the module has no public function to compile")
@@ -233,9 +233,6 @@ class Compilation:
 
     def fast_entries(self, module: ir.Module) -> None:
         """Builtin entries for ``rt["f"](...)`` (:mod:`.fastcall`)."""
-        from ..runtime.fastcall import fast_plans
-        from .fastcall import add_entries
-
         self.plans = add_entries(module, fast_plans(self.signatures))
 
 
