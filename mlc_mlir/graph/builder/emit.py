@@ -14,6 +14,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from ...errors import GraphError
+from ...ir import GlobalVar
 from ...tensor_types import shape_attr, tensor_type
 from ..ir.expr import Call, Constant, Expr, Var
 
@@ -136,8 +137,6 @@ class Emitter:
 
 
 def _is_global_var(op: object) -> bool:
-    from ...ir import GlobalVar
-
     return isinstance(op, GlobalVar)
 
 

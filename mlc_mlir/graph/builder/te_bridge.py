@@ -13,9 +13,11 @@ from typing import Any
 
 from mlir import ir
 
+from ... import te
 from ...context import mlc_context
 from ...errors import GraphError, MlcError
 from ...ir import Module
+from ...te.tensor import shape_names
 from ...tensor_types import Shape
 from ..ir.expr import Expr, Var
 
@@ -34,9 +36,6 @@ def import_te_program(module: Module, name: str, te_func: Callable[..., Any], ar
         GraphError: ``te_func`` does not return one te tensor, or te rejects the program
             (the te error is chained).
     """
-    from ... import te  # the te layer is imported lazily: graphs without emit_te do not need it
-    from ...te.tensor import shape_names
-
     if not callable(te_func):
         raise GraphError(f"emit_te/call_te: {te_func!r} is not callable")
     placeholders: dict[int, Any] = {}

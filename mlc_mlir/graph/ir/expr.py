@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import GraphError
+from ...ir import GlobalVar
 from ...tensor_types import Shape, format_shape, normalize_dtype, normalize_shape
+from .infer import infer
 
 __all__ = ["Expr", "Var", "DataflowVar", "bound_var", "Constant", "Call", "const", "TensorStructInfo"]
 
@@ -139,8 +141,6 @@ class Call(Expr):
 
     def __init__(self, op: str, args: Sequence[Expr], attrs: dict[str, Any] | None = None,
                  shape: Shape | None = None, dtype: str | None = None):
-        from ...ir import GlobalVar
-
         self.op = op
         self.args = tuple(args)
         self.attrs = dict(attrs or {})
@@ -154,8 +154,6 @@ class Call(Expr):
                                      "GlobalVar returned by builder_.add_func or mod.get_global_var")
                 shape, dtype = op.ret_shape, op.ret_dtype
             else:
-                from .infer import infer
-
                 shape, dtype = infer(str(op), [(a.shape, a.dtype) for a in self.args], self.attrs)
         self.shape = tuple(shape)
         self.dtype = dtype

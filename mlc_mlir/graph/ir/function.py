@@ -12,7 +12,9 @@ from typing import Any
 
 from ...ir import Function as _IRFunction
 from .analysis import PRIMITIVE_ATTR
+from .ast import lift
 from .expr import TensorStructInfo, Var
+from .printer import function_text
 
 __all__ = ["Function"]
 
@@ -22,8 +24,6 @@ class Function(_IRFunction):
 
     def _ast(self) -> tuple[list[Var], Any]:
         if getattr(self, "_lifted", None) is None:
-            from .ast import lift
-
             self._lifted = lift(self.op)
         return self._lifted
 
@@ -53,8 +53,6 @@ class Function(_IRFunction):
 
     def text(self) -> str:
         """The function as Relax-like text (what :meth:`show` prints)."""
-        from .printer import function_text
-
         return function_text(self)
 
     def show(self) -> None:

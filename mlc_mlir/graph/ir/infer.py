@@ -17,6 +17,7 @@ from typing import Any
 
 from ...errors import GraphError
 from ...tensor_types import Shape, broadcast_shapes, format_shape, is_float, numel
+from .infer_nn import NN_RULES
 
 __all__ = ["infer", "RULES", "ELEMENTWISE_BINARY"]
 
@@ -151,8 +152,6 @@ def infer(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any] | None = None)
 
 
 def _register_nn_rules() -> None:
-    from .infer_nn import NN_RULES
-
     RULES.update(NN_RULES)
 
 

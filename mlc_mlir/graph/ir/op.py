@@ -211,7 +211,7 @@ class _OpNamespace(types.SimpleNamespace):
 
 #: ``mlc.graph.op.nn``: the neural-network ops under their ``relax.op.nn`` names
 def _nn() -> _OpNamespace:
-    from . import op_nn
+    from . import op_nn  # here, not at the top: graph.ir.op_nn imports this module
 
     return _OpNamespace(relu=relu, gelu=gelu, softmax=softmax, sigmoid=sigmoid, tanh=tanh,
                         conv2d=op_nn.conv2d, max_pool2d=op_nn.max_pool2d,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import GraphError
+from .op import _call
 
 __all__ = ["conv2d", "max_pool2d", "batch_norm", "layer_norm"]
 
@@ -30,8 +31,6 @@ def _no_padding(padding: Any, op: str) -> None:
 def conv2d(data: Any, weight: Any, strides: Any = (1, 1), padding: Any = (0, 0), dilation: Any = (1, 1),
            groups: int = 1) -> Any:
     """2-D convolution of NCHW ``data`` with OIHW ``weight`` (``relax.op.nn.conv2d``)."""
-    from .op import _call
-
     _no_padding(padding, "conv2d")
     if groups != 1:
         raise GraphError(f"conv2d: groups={groups} is not supported (only 1)")
@@ -42,8 +41,6 @@ def conv2d(data: Any, weight: Any, strides: Any = (1, 1), padding: Any = (0, 0),
 def max_pool2d(data: Any, pool_size: Any = (1, 1), strides: Any = None, padding: Any = (0, 0),
                dilation: Any = (1, 1), ceil_mode: bool = False) -> Any:
     """Max pooling over H and W of NCHW ``data`` (strides default to ``pool_size``)."""
-    from .op import _call
-
     _no_padding(padding, "max_pool2d")
     if ceil_mode:
         raise GraphError("max_pool2d: ceil_mode=True is not supported")
@@ -56,15 +53,11 @@ def max_pool2d(data: Any, pool_size: Any = (1, 1), strides: Any = None, padding:
 def batch_norm(data: Any, gamma: Any, beta: Any, moving_mean: Any, moving_var: Any, axis: int = 1,
                epsilon: float = 1e-5) -> Any:
     """Inference batch normalization with running statistics along ``axis``."""
-    from .op import _call
-
     return _call("batch_norm", [data, gamma, beta, moving_mean, moving_var],
                  {"axis": int(axis), "epsilon": float(epsilon)})
 
 
 def layer_norm(data: Any, gamma: Any, beta: Any, axes: Sequence[int] | int = -1, epsilon: float = 1e-5) -> Any:
     """Layer normalization over the trailing ``axes``."""
-    from .op import _call
-
     axes = (axes,) if isinstance(axes, int) else tuple(int(a) for a in axes)
     return _call("layer_norm", [data, gamma, beta], {"axes": axes, "epsilon": float(epsilon)})

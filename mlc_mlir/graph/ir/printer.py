@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...ir import GlobalVar
 from ...tensor_types import format_shape
 from .expr import Call, Constant, Expr, Var
 
@@ -47,8 +48,6 @@ class _Printer:
         return repr(e)
 
     def call(self, c: Call) -> str:
-        from ...ir import GlobalVar
-
         args = ", ".join(self.expr(a) for a in c.args)
         if isinstance(c.op, GlobalVar):
             return f"@{c.op}({args})"
@@ -108,7 +107,7 @@ def function_text(func: Any) -> str:
 
 def module_text(mod: Any) -> str:
     """Relax-like text of a module: graph functions as Relax-like text, tensor programs as MLIR."""
-    from .function import Function
+    from .function import Function  # here, not at the top: graph.ir.function imports this module
 
     parts = []
     for name in mod.functions:

@@ -22,6 +22,7 @@ from mlir import ir
 from ...context import mlc_context
 from ...ir import Module
 from ...irutil import symbol_ops
+from ...runtime import list_funcs
 from .analysis import (PURE_DIALECTS, PURE_MLC_OPS, elements_type, fail, func_name, graph_functions,
                        is_graph_function, types_compatible, value_shapes, walk_ops)
 
@@ -156,8 +157,6 @@ def _verify_call_dps(op: ir.Operation, check_env: bool) -> None:
     if not name:
         raise fail(op, "callee must be a non-empty environment function name")
     if check_env:
-        from ...runtime import list_funcs
-
         if name not in list_funcs():
             raise fail(op, f"calls environment function {name!r}, which is not registered "
                            "(use @mlc.register_func)")

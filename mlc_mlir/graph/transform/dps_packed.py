@@ -14,6 +14,7 @@ from mlir import ir
 from ...irutil import symbol_ops
 from ...context import mlc_context
 from ...ir import Module
+from ...runtime import list_funcs
 from ..ir.analysis import graph_functions, is_graph_function, walk_ops
 
 __all__ = ["resolve_packed_calls"]
@@ -24,8 +25,6 @@ def _tensor_programs(mod: Module) -> set[str]:
 
 
 def _targets(mod: Module) -> list[ir.Operation]:
-    from ...runtime import list_funcs
-
     programs = _tensor_programs(mod)
     registered = set(list_funcs())
     out = []

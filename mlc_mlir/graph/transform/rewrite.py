@@ -38,6 +38,7 @@ from mlir.dialects import tensor
 from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Module
+from ..ir import op
 from ..ir.analysis import (PURE_MLC_OPS, clone_module, func_name, graph_functions, is_primitive, op_attrs, value_name,
                            value_shapes)
 from ..builder.emit import Emitter
@@ -348,8 +349,6 @@ def ewise_fma(add: Node) -> Expr | None:
         %lv0 = "mlc.multiply"(%x, %y) : ...
         %gv0 = "mlc.ewise_fma"(%x, %y, %y) : (...) -> tensor<3x4xf32>
     """
-    from ..ir import op
-
     for mul, c in ((add.args[0], add.args[1]), (add.args[1], add.args[0])):
         if mul.op == "multiply" and mul.block == add.block and \
                 mul.args[0].shape == mul.args[1].shape == c.shape == add.shape:

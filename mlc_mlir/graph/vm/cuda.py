@@ -22,6 +22,8 @@ from ...errors import ArgumentError
 from ...ir import Module
 from ...runtime import Device
 from ...runtime import cuda_device as cu
+from .vm_build import Executable, _CallbackErrors
+from ...runtime import as_numpy
 
 __all__ = ["build_graph_cuda", "CudaGraphFunction"]
 
@@ -34,8 +36,6 @@ def build_graph_cuda(mod: Module, target: str, *, opt_level: int = 2, op_map: di
             graph, or no graph function.
         ScheduleError: a tensor program the GPU rules cannot bind.
     """
-    from .vm_build import Executable, _CallbackErrors
-
     built = compile(mod, str(target), opt_level=llvm_opt_level, graph_opt_level=opt_level, op_map=op_map,
                     print_after_all=print_after_all)
     state = built.state
@@ -55,7 +55,6 @@ class CudaGraphFunction:
         if len(args) != len(sig.inputs):
             names = ", ".join(s.name for s in sig.inputs)
             raise ArgumentError(f"@{sig.name} takes {len(sig.inputs)} input(s) ({names}), got {len(args)}")
-        from ...runtime import as_numpy
 
         views = [(a if isinstance(a, cu.CudaNDArray) else cu.from_dlpack(a)) if cu.is_cuda_array(a)
                  else as_numpy(a) for a in args]

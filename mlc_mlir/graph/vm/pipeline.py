@@ -24,11 +24,16 @@ from typing import Any
 from ...compiler.pipeline import Compilation, GraphStage, ModuleStage, PassStage, Stage
 from ...errors import GraphError
 from ...ir import Module
+from ...schedule import rules
+from ...schedule.gpu_rules import default_gpu_schedule
 from ..ir.analysis import clone_module
+from ..legalize import legalize
+from ..transform.dps_packed import resolve_packed_calls
 from ..transform.lower import lower_graph_functions
 from ..transform.optimize import optimization_stages
 from ..transform.outline import inline_graph_calls
 from ..ir.verify import verify_graph
+from .vm_build import static_extent_checks
 
 __all__ = ["graph_stages"]
 
@@ -42,8 +47,6 @@ def _verify(state: Compilation):
 
 
 def _legalize(op_map: dict | None):
-    from ..legalize import legalize
-
     def run(mod: Module) -> Module:
         return legalize(mod, op_map)
 
@@ -51,8 +54,6 @@ def _legalize(op_map: dict | None):
 
 
 def _default_schedule(target: Any, opt_level: int):
-    from ...schedule import rules
-
     def run(mod: Module) -> Module:
         return rules.graph_default_schedule(mod, target, opt_level)  # target-chosen schedules
 
@@ -60,14 +61,10 @@ def _default_schedule(target: Any, opt_level: int):
 
 
 def _gpu_schedule(mod: Module) -> Module:
-    from ...schedule.gpu_rules import default_gpu_schedule
-
     return default_gpu_schedule(mod)
 
 
 def _lower(state: Compilation, gpu_target: str | None):
-    from .vm_build import static_extent_checks
-
     def run(mod: Module) -> None:
         state.optimized = clone_module(mod)
         state.extent_checks = static_extent_checks(state.optimized.mlir_module)
@@ -92,8 +89,6 @@ def graph_stages(state: Compilation, *, opt_level: int = 2, op_map: dict | None 
     ``target``: the CPU target of the default schedules; ``gpu_target``: a cuda build
     (default GPU schedules instead).
     """
-    from ..transform.dps_packed import resolve_packed_calls
-
     return [
         # call_dps_packed("linear0", ...) of a tensor program of the module -> call_tir
         GraphStage("resolve-packed-calls", resolve_packed_calls),

@@ -24,6 +24,7 @@ from ...runtime.checks import check_arity, check_array
 from ...runtime import Device, NDArray, as_numpy, cpu
 from ...tensor_types import format_shape
 from ..transform.lower import GraphSignature
+from .cuda import CudaGraphFunction
 from .vm_build import Executable
 
 __all__ = ["VirtualMachine", "GraphFunction"]
@@ -167,7 +168,6 @@ class VirtualMachine:
             if name not in self.executable.signatures:
                 raise GraphError(f"the executable has no graph function {name!r}; it has "
                                  f"{self.executable.functions}")
-            from .cuda import CudaGraphFunction
 
             kind = CudaGraphFunction if self.device.kind == "cuda" else GraphFunction
             self._funcs[name] = kind(self.executable, self.executable.signatures[name], self.device)

@@ -136,7 +136,7 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
     if not graph_functions(mod.mlir_module):
         raise GraphError("graph.build: the module has no graph function (build tensor programs with mlc.build)")
     if kind == "cuda":
-        from .cuda import build_graph_cuda
+        from .cuda import build_graph_cuda  # here, not at the top: graph.vm.cuda imports this module
 
         return build_graph_cuda(mod, target, opt_level=opt_level, op_map=op_map, llvm_opt_level=llvm_opt_level,
                                 print_after_all=print_after_all)
