@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from mlir import ir
 
-from mlc_mlir.compiler.unroll_jam import MAX_JAM, jam_plan, unroll_and_jam
+from mlc_mlir.compiler.unroll_jam import jam_plan, unroll_and_jam
 from mlc_mlir.context import mlc_context
 
 AVX2, AVX512 = "llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"
@@ -54,8 +54,9 @@ def plan(text: str, target: str) -> list[tuple[str, int]]:
 @pytest.mark.parametrize("target,rows,cols,want", [
     # AVX2 (16 registers of 8 floats): a 1x32 row is 4 registers, B's row 4 more: 2 rows jammed
     (AVX2, 128, 32, [("i", 2)]),
-    # AVX-512 (32 of 16): 2 + 2 registers: the largest factor, MAX_JAM
-    (AVX512, 128, 32, [("i", MAX_JAM)]),
+    # AVX-512 (32 of 16): 2 + 2 registers: the largest factor, MAX_JAM (8)
+    (AVX512, 128, 32, [("i", 8)]),
+    (AVX512, 2, 32, [("i", 2)]),
     # the factor is at most the trip count
     (AVX512, 3, 32, [("i", 3)]),
     (AVX512, 5, 32, [("i", 5)]),
@@ -64,16 +65,17 @@ def plan(text: str, target: str) -> list[tuple[str, int]]:
     # an accumulator of less than a vector: nothing
     (AVX2, 128, 4, []),
     # exactly one vector: jammed (16 - 1 - 1 = 14 registers: 8 rows at most)
-    (AVX2, 128, 8, [("i", MAX_JAM)]),
+    (AVX2, 128, 8, [("i", 8)]),
     # 7 registers of accumulator: 2 x 7 + 1 <= 16 but 16 - 7 - 1 leaves room for one: nothing
     (AVX2, 128, 56, []),
     # 8 registers: over half the register file
     (AVX2, 128, 64, []),
-    # 3 registers: 16 - 3 - 1 = 12 free, 4 rows
+    # 3 registers: 16 - 3 - 1 = 12 free, 4 rows; 5 registers: 16 - 5 - 1 = 10, 2 rows
     (AVX2, 128, 24, [("i", 4)]),
+    (AVX2, 128, 40, [("i", 2)]),
 ])
 def test_plan_picks_the_loop_and_factor(target, rows, cols, want):
-    n = 112 if cols == 56 else 120 if cols == 24 else 128
+    n = {56: 112, 24: 120, 40: 120}.get(cols, 128)
     assert plan(kernel(rows, cols, n=n), target) == want
 
 
@@ -103,3 +105,44 @@ def test_jam_splits_a_trip_count_the_factor_does_not_divide():
     assert "mlc.unroll_jam" not in text
     assert "to %c6 step %c2" in text  # 3 jammed pairs of rows, then the last row alone
     assert text.count('mlc.loop = "i"') == 1 or "%c6 to %c7" in text
+
+
+def _two_kernels(first: str, second: str) -> str:
+    return f"module {{{first.replace('@k(', '@first(')}\n{second.replace('@k(', '@second(')}\n}}"
+
+
+@pytest.mark.parametrize("skipped_cols", [4, 56])
+def test_a_skipped_reduction_does_not_end_the_plan(skipped_cols):
+    """The first function's reduction is too small (4) or leaves a factor of 1 (56)."""
+    text = _two_kernels(kernel(128, skipped_cols, n=112 if skipped_cols == 56 else 128), kernel(128, 32))
+    assert plan(text, AVX2) == [("i", 2)]
+
+
+def test_two_reductions_under_one_loop_share_its_factor():
+    """Two column loops under i (outputs Y and Y2): both choose i; one factor for it."""
+    text = kernel(128, 32)
+    nest = text[text.index("          scf.for %j"):text.index('        } {mlc.loop = "i"}')]
+    twice = text.replace(nest, nest + nest.replace("%Y[", "%Y2[").replace("%y", "%y2"))
+    twice = twice.replace("%Y: memref<128x128xf32>)", "%Y: memref<128x128xf32>, %Y2: memref<128x128xf32>)")
+    assert plan(twice, AVX2) == [("i", 2)]
+    assert plan(twice, AVX512) == [("i", 8)]  # each reduction alone: 2 + 2 registers, the largest factor
+
+
+def test_an_output_made_in_the_loop_is_no_accumulator():
+    acc = "memref<1x32xf32, strided<[128, 1], offset: ?>>"
+    text = kernel(128, 32).replace(f"linalg.matmul ins(%av, %bv : memref<1x1xf32, strided<[16, 1], offset: ?>>, "
+                                   f"memref<1x32xf32, strided<[128, 1], offset: ?>>) outs(%y : {acc})",
+                                   "%t = memref.alloca() : memref<1x32xf32>\n"
+                                   "              linalg.matmul ins(%av, %bv : memref<1x1xf32, strided<[16, 1], "
+                                   "offset: ?>>, memref<1x32xf32, strided<[128, 1], offset: ?>>) "
+                                   "outs(%t : memref<1x32xf32>)")
+    assert "memref.alloca" in text
+    assert plan(text, AVX2) == []
+
+
+def test_jam_keeps_one_loop_when_the_factor_divides():
+    with mlc_context():
+        m = ir.Module.parse(kernel(128, 32))
+        unroll_and_jam(m, AVX2)
+        text = str(m)
+    assert text.count('mlc.loop = "i"') == 1 and "to %c128 step %c2" in text
