@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import TuneError
 from .measure import MeasureInput, MeasureResult
+from .measure import build_candidate, build_info, run_candidate
 
 __all__ = ["LocalBackend", "STARTUP_TIMEOUT"]
 
@@ -77,7 +78,6 @@ def _worker_main(conn: Any, mem_limit: int | None, threads: int, blocktime_ms: i
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
-    from .measure import build_candidate, build_info, run_candidate
 
     all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     conn.send(("ready", None))  # the parent starts the build clock of a waiting candidate now

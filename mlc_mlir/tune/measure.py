@@ -26,6 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from ..compiler import build
+from ..errors import TuneError
+from ..ir import Module
+from ..runtime.cuda_device import CudaUnavailable
+from ..runtime.memref import numpy_dtype
+from ..runtime.ndarray import aligned_empty
+from ..schedule import Schedule, Trace
 
 __all__ = ["MeasureInput", "MeasureResult", "build_candidate", "run_candidate", "measure_in_process", "build_info",
            "NO_GPU", "TIMING_KEYS", "time_candidate"]
@@ -77,17 +84,12 @@ _MODULES: dict[str, Any] = {}
 
 
 def _module(inp: MeasureInput) -> Any:
-    from ..ir import Module
-
     if inp.key not in _MODULES:
         _MODULES[inp.key] = Module.parse(inp.mod_text)
     return _MODULES[inp.key]
 
 
 def _random_args(func: Any, seed: int = 0) -> list[np.ndarray]:
-    from ..runtime.memref import numpy_dtype
-    from ..runtime.ndarray import aligned_empty
-
     rng = np.random.default_rng(seed)
     arrays = []
     for spec in func.signature.args:
@@ -107,8 +109,6 @@ def _random_args(func: Any, seed: int = 0) -> list[np.ndarray]:
 
 def _reference(inp: MeasureInput) -> tuple[list[np.ndarray], list[np.ndarray]]:
     if inp.key not in _REFERENCE:
-        from ..compiler import build
-
         rt = build(_module(inp), "llvm" if _is_cuda(inp) else inp.target)  # the reference runs on the CPU
         func = rt[inp.func]
         args = _random_args(func)
@@ -133,9 +133,6 @@ def build_info(rt: Any) -> dict[str, Any]:
 
 def build_candidate(inp: MeasureInput) -> tuple[Any, float]:
     """Replay the trace and compile; returns (runtime module, seconds)."""
-    from ..compiler import build
-    from ..schedule import Schedule, Trace
-
     t0 = time.perf_counter()
     sch = Schedule(_module(inp)).replay(Trace.from_json(inp.trace))
     fn = inp.build_fn or build
@@ -155,9 +152,6 @@ def run_candidate(inp: MeasureInput, rt: Any, extra: dict[str, Any] | None = Non
     args = [a.copy() for a in ins]
     func = rt[inp.func]
     if _is_cuda(inp):
-        from ..errors import TuneError
-        from ..runtime.cuda_device import CudaUnavailable
-
         try:
             func(*args)
         except CudaUnavailable as exc:

@@ -20,6 +20,7 @@ from mlir import ir
 
 from ..context import mlc_context
 from ..errors import GraphError, MlcError
+from ..graph import build
 from ..ir import Module
 from ..tensor_types import dtype_of_element
 
@@ -88,7 +89,5 @@ def _inputs(mod: Module) -> list[np.ndarray] | None:
 def _time_model(mod: Module, arrays: list[np.ndarray], target: str) -> float:
     """Seconds per call of the compiled ``main`` (the runtime's ``time_evaluator``: arguments
     marshalled once; the best of WINDOWS repeats of at least WINDOW_MS each)."""
-    from ..graph import build
-
     timer = build(mod, target).rt.time_evaluator("main", number=1, repeat=WINDOWS, min_repeat_ms=WINDOW_MS)
     return timer(*arrays).min

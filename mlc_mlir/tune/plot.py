@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from ..errors import TuneError
+from .tune import _database
 
 __all__ = ["plot", "tuning_curve"]
 
@@ -13,8 +14,6 @@ __all__ = ["plot", "tuning_curve"]
 def tuning_curve(db: Any, task: str | None = None) -> dict[str, list[float]]:
     """``{task: [best GFLOP/s after trial 1, 2, ...]}`` (0 before the first success);
     samples whose space crashed (``sample:`` records) are not trials."""
-    from .tune import _database
-
     db = _database(db)
     curves: dict[str, list[float]] = {}
     best: dict[str, float] = {}

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import TuneError
+from .local import LocalBackend
 from .measure import MeasureInput, MeasureResult
 
 __all__ = ["RayBackend"]
@@ -39,8 +40,6 @@ def _threads(target: str) -> int:
 
 def _ray_measure(inp: MeasureInput, timeout: float, mem_limit_gb: float | None) -> MeasureResult:
     """Run in a Ray worker: measure ``inp`` in this worker's own child process."""
-    from .local import LocalBackend
-
     key = (_threads(inp.target), timeout, mem_limit_gb)
     if key not in _LOCAL:
         cuda = inp.target.split()[0] == "cuda"

@@ -37,6 +37,9 @@ from typing import Any
 from ..errors import MlcError, TuneError
 from ..ir import Module
 from ..schedule import Schedule, Trace
+from .database import workload_key
+from .local import _die_with_parent, _main_hidden, _death
+from .mutator import mutate_decision
 from .space_generator import ScheduleFn, SpaceGenerator
 
 __all__ = ["Sampler", "IsolatedSpace", "dumps_space"]
@@ -70,8 +73,6 @@ def _call(space: Any, method: str, mod: Module, args: tuple) -> Any:
 
 def _sampler_main(conn: Any, mem_limit: int | None) -> None:
     """Child process: unpickle spaces, generate candidates, send their traces back."""
-    from .local import _die_with_parent
-
     _die_with_parent()
     if mem_limit:
         import resource
@@ -142,8 +143,6 @@ class Sampler:
         self.crashes = 0
 
     def _start(self) -> None:
-        from .local import _main_hidden
-
         self._conn, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(target=_sampler_main, args=(child, self.mem_limit), daemon=True,
                                        name="mlc-tune-sampler")
@@ -178,8 +177,6 @@ class Sampler:
                 except (EOFError, OSError):
                     pass
             if ready or time.monotonic() >= deadline:
-                from .local import _death
-
                 hung = not ready
                 if not hung:
                     self._proc.join(1)
@@ -266,8 +263,6 @@ class IsolatedSpace(SpaceGenerator):
 
     def _ask(self, mod: Module, method: str, args: tuple, seed: int) -> Any:
         if id(mod) not in self._texts:
-            from .database import workload_key
-
             self._texts[id(mod)] = (mod, workload_key(mod), str(mod))
         _, key, text = self._texts[id(mod)]
         tag, value = self.sampler.call(self.sid, key, text, method, args)
@@ -323,7 +318,6 @@ class IsolatedSpace(SpaceGenerator):
             base = getattr(self.space, "mutate", None)
             if base is not None:
                 return base(mod, trace, rng)
-            from .mutator import mutate_decision
 
             child = mutate_decision(trace, rng)
             return None if child is None else self._replayed(mod, child.as_json())

@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import TuneError
 from ..ir import Module
 from ..schedule import Schedule, Trace
+from ..schedule.rules import apply_rules
 from ..schedule.trace import SAMPLING_KINDS
 from .mutator import mutate_decision
 
@@ -116,7 +117,7 @@ class AutoSchedule(SpaceGenerator):
 
     def _rules(self, mod: Module, decide: Any) -> Schedule:
         try:
-            from ..schedule.rules import apply_rules
+            pass
         except ImportError as exc:
             raise TuneError("auto-scheduling (space=None) needs mlc_mlir.schedule.rules, which this build "
                             f"does not have ({exc}); pass space=mlc.tune.ScheduleFn(fn)") from None

@@ -11,8 +11,12 @@ from mlir import ir
 
 from ..context import mlc_context
 from ..errors import MlcError, TuneError
+from ..graph.ir.analysis import graph_functions, walk_ops
+from ..graph.legalize import DEFAULT_OP_MAP
+from ..graph.transform.optimize import optimize
 from ..ir import Module
 from ..schedule import Schedule, Trace
+from ..schedule.gpu_rules import gpu_space
 from .cost_model import CostModel
 from .database import JSONDatabase, TuningRecord, workload_key
 from .features import program_flops
@@ -76,8 +80,6 @@ def _make_task(name: str, mod: Module, func: str, space: Any, target: Any, db: J
 def _default_space(space: Any, target: Any) -> Any:
     """``space=None`` on a CUDA target: the tunable GPU rules (``gpu_rules.gpu_space``)."""
     if space is None and target.kind == "cuda":
-        from ..schedule.gpu_rules import gpu_space
-
         return ScheduleFn(gpu_space)
     return space
 
@@ -212,9 +214,6 @@ def _prim_funcs(mod: Module) -> list[str]:
 
 def _graph_ops(mod: Module) -> list[str]:
     """The graph ops (``mlc.matmul``...) that the graph functions of ``mod`` still hold, sorted."""
-    from ..graph.ir.analysis import graph_functions, walk_ops
-    from ..graph.legalize import DEFAULT_OP_MAP
-
     with mlc_context():
         return sorted({o.name for f in graph_functions(mod.mlir_module) for o in walk_ops(f)
                        if o.name in DEFAULT_OP_MAP})
@@ -225,7 +224,6 @@ def _lower_graph_ops(mod: Module) -> Module:
     ops = _graph_ops(mod)
     if not ops:
         return mod
-    from ..graph.transform.optimize import optimize
 
     log.info("tune_model: lowering the graph ops %s to tensor programs first (mlc.graph.optimize, opt_level 2: "
              "fusion, LegalizeOps, FuseTIR)", ", ".join(o[4:] for o in ops))
