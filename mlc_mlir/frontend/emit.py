@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import GraphError
 from ..graph import op
 from ..graph.ir.expr import Constant, Expr, const
+from ..graph.ir.expr import Call
 
 __all__ = ["linear", "conv2d", "max_pool2d", "batch_norm", "layer_norm", "flatten", "transpose",
            "softmax", "emit", "to_const", "pair"]
@@ -18,8 +19,6 @@ __all__ = ["linear", "conv2d", "max_pool2d", "batch_norm", "layer_norm", "flatte
 
 def emit(bb: Any, value: Expr) -> Expr:
     """``value`` bound with ``bb.emit`` unless it is already a variable or a constant."""
-    from ..graph.ir.expr import Call
-
     return bb.emit(value) if isinstance(value, Call) else value
 
 
