@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import RuntimeError_
+from .dlpack import export_capsule, import_capsule
+from .ndarray import as_numpy, cuda
 
 __all__ = ["CudaError", "CudaUnavailable", "CudaNDArray", "driver", "use_driver", "device_count",
            "activate", "current_stream", "use_stream", "cuda_array", "cuda_empty", "from_dlpack",
@@ -227,7 +229,6 @@ class CudaNDArray:
             if self.nbytes:
                 call("cuMemcpyDtoDAsync", self.data_ptr, src.data_ptr, self.nbytes, current_stream())
             return self
-        from .ndarray import as_numpy
 
         host = np.ascontiguousarray(as_numpy(source), dtype=self._dtype)
         if host.shape != self.shape:
@@ -240,8 +241,6 @@ class CudaNDArray:
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:
-        from .dlpack import export_capsule
-
         if stream not in (None, -1, 1, 2) and int(stream) != current_stream():
             synchronize(self.device.index)  # the consumer's stream sees finished data
         return export_capsule(self.data_ptr, self._shape, self._dtype, (KDL_CUDA, self.device.index), self)
@@ -290,9 +289,6 @@ def from_dlpack(obj: Any) -> CudaNDArray:
     Raises:
         RuntimeError_: ``obj`` is not on a CUDA device, or is not C-contiguous.
     """
-    from .dlpack import import_capsule
-    from .ndarray import cuda
-
     if isinstance(obj, CudaNDArray):
         return obj
     if not is_cuda_array(obj):

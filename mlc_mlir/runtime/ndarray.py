@@ -123,6 +123,7 @@ def array(data: Any, device: Device | None = None) -> NDArray:
             no CUDA device for ``mlc.cuda(i)``.
     """
     if isinstance(device, Device) and device.kind == "cuda":
+        # here, not at the top: runtime.cuda_device imports this module
         from .cuda_device import cuda_array, cuda_empty, from_dlpack, is_cuda_array
 
         if is_cuda_array(data):  # device to device
@@ -162,7 +163,7 @@ def empty(shape: tuple[int, ...] | list[int], dtype: str = "float32", device: De
     if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in dims):
         raise RuntimeError_(f"empty: shape must be non-negative ints, got {dims}")
     if isinstance(device, Device) and device.kind == "cuda":
-        from .cuda_device import cuda_empty
+        from .cuda_device import cuda_empty  # here, not at the top: runtime.cuda_device imports this module
 
         return cuda_empty(tuple(int(d) for d in dims), np_dtype, device)
     try:
@@ -183,7 +184,7 @@ def as_numpy(value: Any) -> np.ndarray:
         return value._data
     if isinstance(value, np.ndarray):
         return value
-    from .cuda_device import is_cuda_array
+    from .cuda_device import is_cuda_array  # here, not at the top: runtime.cuda_device imports this module
 
     if is_cuda_array(value):
         raise RuntimeError_(f"a {type(value).__name__} on a CUDA device was given where host memory is "
