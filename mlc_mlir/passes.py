@@ -47,7 +47,7 @@ class PassContext:
 
 
 def _module_type() -> type:
-    from .ir import Module
+    from .ir import Module  # here, not at the top: mlc-opt's hand-off loads this module, not the bindings
 
     return Module
 

@@ -14,8 +14,18 @@ from typing import TextIO
 
 from mlir import ir
 
+from ..compiler.pipeline import GraphStage, run_stage
+from ..context import get_context
+from ..errors import MlcError
+from ..ir import Module
+from ..parse_guard import data_layout_error, guarded_parse
+from ..passes import get_pass
+from ..schedule import apply_transform_script
 from .cli import DEFAULT_SPLIT_MARKER, Options, UsageError
 from .diagnostics import Diag, Loc, Renderer, SourceFiles, Verifier, diag_from_mlir
+from .gen_upstream import mlir_opt_path
+from .irdl_files import load_irdl_file
+from .mlc_opt import _dialect_files_light
 from .pipeline import PipelineStage, pretty_pipeline, resolve_stages
 
 __all__ = ["Driver", "Chunk", "split_input", "parse_chunk"]
@@ -72,10 +82,6 @@ def _bytecode_problem(data: bytes) -> str | None:
         return None
     import subprocess
 
-    from ..parse_guard import data_layout_error
-    from .gen_upstream import mlir_opt_path
-    from .mlc_opt import _dialect_files_light
-
     binary = mlir_opt_path()
     if binary is None:
         return "bytecode with a data layout spec (#dlti.dl_spec) cannot be checked without mlir-opt; " \
@@ -98,7 +104,6 @@ def parse_chunk(chunk: Chunk) -> ir.Module:
             raise ir.MLIRError(f"-:1:1: {problem}", [])
         return ir.Module.parse(chunk.text)
     padded = "\n" * (chunk.line - 1) + " " * (chunk.col - 1) + chunk.text
-    from ..parse_guard import guarded_parse  # too deep / not Unicode: refused, not a crash
 
     return guarded_parse(padded)
 
@@ -143,8 +148,6 @@ class Driver:
     """Runs the stages of an :class:`Options` on an input text."""
 
     def __init__(self, opts: Options, scripts: dict[str, str]):
-        from ..context import get_context
-
         self.opts, self.scripts = opts, scripts
         self.name = "<stdin>" if opts.input == "-" else opts.input
         self.ctx = get_context()
@@ -162,8 +165,6 @@ class Driver:
         if flags.get("mlir-disable-threading"):
             self.ctx.enable_multithreading(False)
         if flags.get("irdl-file"):
-            from .irdl_files import load_irdl_file
-
             load_irdl_file(self.ctx, str(flags["irdl-file"]))
 
     def _pass_manager(self, st: PipelineStage):
@@ -261,8 +262,6 @@ class Driver:
         return module is not None
 
     def _transform(self, chunk: Chunk, sink, rename: dict[str, str]):
-        from ..errors import MlcError
-
         try:
             module = parse_chunk(chunk)
         except ir.MLIRError as exc:
@@ -289,16 +288,10 @@ class Driver:
         if st.kind == "pipeline":
             self.managers[id(st)].run(module.operation)
             return module
-        from ..compiler.pipeline import GraphStage, run_stage
-        from ..ir import Module
 
         if st.kind == "mlc":
-            from ..passes import get_pass
-
             stage = GraphStage(st.label, get_pass(st.text).run)
         else:
-            from ..schedule import apply_transform_script
-
             stage = GraphStage(st.label, lambda m: apply_transform_script(m, self.scripts[st.text]))
         return run_stage(Module(module), stage).mlir_module  # the pipeline's runner (compiler/pipeline.py)
 

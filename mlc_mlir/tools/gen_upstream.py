@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from ..passes import list_passes
 
 __all__ = ["mlir_opt_path", "read_help", "project_passes", "main"]
 
@@ -48,8 +49,6 @@ def read_help(mlir_opt: Path) -> tuple[dict[str, str], dict[str, str], list[str]
 
 def project_passes() -> dict[str, str]:
     """``--mlc-NAME`` pass name -> help, from the project's registry (loads the bindings)."""
-    from ..passes import list_passes
-
     return {p.name: p.help for p in list_passes()}
 
 

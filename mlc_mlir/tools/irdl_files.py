@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mlir import ir
 
+from ..context import dialect_files
 from ..irutil import symbol_ops
 from ..parse_guard import guarded_parse
 from .cli import UsageError
@@ -20,8 +21,6 @@ _LOADED: dict[str, str] = {}  # dialect name -> text of the file that defined it
 
 
 def _project_dialects() -> set[str]:
-    from ..context import dialect_files
-
     names = set()
     for path in dialect_files():
         names |= set(_dialect_names(ir.Module.parse(path.read_text())))

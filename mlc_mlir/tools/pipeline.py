@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .cli import Stage, UsageError
+from . import _upstream
+from .cli import OPTION_HELP, Stage, UsageError
 
 __all__ = ["PipelineStage", "resolve_stages", "pretty_pipeline", "closest_flag"]
 
@@ -34,9 +35,6 @@ class PipelineStage:
 def closest_flag(name: str) -> str | None:
     """The upstream pass or mlc-opt option closest to ``name`` (for 'Did you mean')."""
     import difflib
-
-    from . import _upstream
-    from .cli import OPTION_HELP
 
     names = list(_upstream.PASSES) + list(_upstream.PIPELINES) + list(OPTION_HELP)
     match = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
