@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import mlc_mlir as mlc
+from mlc_mlir import te
 
 __all__ = ["N", "mm_relu_text", "matmul_text", "dyn_add_text", "mm_relu", "matmul", "linear", "inputs",
            "build_and_run", "loop_names"]
@@ -75,8 +76,6 @@ def linear(m: int, n: int, k: int, *, relu: bool = True, transposed: bool = Fals
            name: str = "linear") -> mlc.Module:
     """``x`` (m x k) times ``w`` (k x n; ``transposed``: n x k, ``x @ w.T``) as te block ``Y``
     over reduce axis ``r``, then ``C = max(Y, 0)`` with ``relu``: function ``name(x, w, out)``."""
-    from mlc_mlir import te
-
     x = te.placeholder((m, k), "float32", name="x")
     w = te.placeholder((n, k) if transposed else (k, n), "float32", name="w")
     r = te.reduce_axis((0, k), "r")
