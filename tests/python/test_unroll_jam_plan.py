@@ -73,9 +73,11 @@ def plan(text: str, target: str) -> list[tuple[str, int]]:
     # 3 registers: 16 - 3 - 1 = 12 free, 4 rows; 5 registers: 16 - 5 - 1 = 10, 2 rows
     (AVX2, 128, 24, [("i", 4)]),
     (AVX2, 128, 40, [("i", 2)]),
+    # one row on AVX-512: 11 accumulator registers, 32 - 1 - 1 = 30 free: 2 column tiles
+    (AVX512, 1, 176, [("j", 2)]),
 ])
 def test_plan_picks_the_loop_and_factor(target, rows, cols, want):
-    n = {56: 112, 24: 120, 40: 120}.get(cols, 128)
+    n = {56: 112, 24: 120, 40: 120, 176: 352}.get(cols, 128)
     assert plan(kernel(rows, cols, n=n), target) == want
 
 
@@ -111,11 +113,50 @@ def _two_kernels(first: str, second: str) -> str:
     return f"module {{{first.replace('@k(', '@first(')}\n{second.replace('@k(', '@second(')}\n}}"
 
 
-@pytest.mark.parametrize("skipped_cols", [4, 56])
-def test_a_skipped_reduction_does_not_end_the_plan(skipped_cols):
-    """The first function's reduction is too small (4) or leaves a factor of 1 (56)."""
-    text = _two_kernels(kernel(128, skipped_cols, n=112 if skipped_cols == 56 else 128), kernel(128, 32))
+@pytest.mark.parametrize("skipped", ["small", "factor 1", "no loop"])
+def test_a_skipped_reduction_does_not_end_the_plan(skipped):
+    """The first function's reduction is too small, leaves a factor of 1, or has no loop
+    of two trips around it."""
+    first = {"small": kernel(128, 4), "factor 1": kernel(128, 56, n=112), "no loop": kernel(1, 32, n=32)}[skipped]
+    assert plan(_two_kernels(first, kernel(128, 32)), AVX2) == [("i", 2)]
+
+
+def test_ties_go_to_the_innermost_loop():
+    """8 x 8 tiles: j shares A's 8 elements, i shares B's 8: the inner loop j wins."""
+    assert plan(kernel(16, 8, n=64, row_step=8), AVX512) == [("j", 7)]
+
+
+def test_vector_reads_count_as_shared_elements():
+    """The vectorized form: A's element loaded, B's row and the accumulator through transfers."""
+    acc = "memref<1x32xf32, strided<[128, 1], offset: ?>>"
+    text = f"""
+      func.func @k(%A: memref<128x16xf32>, %B: memref<16x128xf32>, %Y: memref<128x128xf32>) {{
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %c16 = arith.constant 16 : index
+        %c32 = arith.constant 32 : index
+        %c128 = arith.constant 128 : index
+        %z = arith.constant 0.0 : f32
+        scf.for %i = %c0 to %c128 step %c1 {{
+          scf.for %j = %c0 to %c128 step %c32 {{
+            %y = memref.subview %Y[%i, %j] [1, 32] [1, 1] : memref<128x128xf32> to {acc}
+            scf.for %kk = %c0 to %c16 step %c1 {{
+              %a = memref.load %A[%i, %kk] : memref<128x16xf32>
+              %av = vector.broadcast %a : f32 to vector<32xf32>
+              %b = vector.transfer_read %B[%kk, %j], %z {{in_bounds = [true]}} : memref<16x128xf32>, vector<32xf32>
+              %o = vector.transfer_read %y[%c0, %c0], %z {{in_bounds = [true]}} : {acc}, vector<32xf32>
+              %r = vector.fma %av, %b, %o : vector<32xf32>
+              vector.transfer_write %r, %y[%c0, %c0] {{in_bounds = [true]}} : vector<32xf32>, {acc}
+            }} {{mlc.loop = "k"}}
+          }} {{mlc.loop = "j"}}
+        }} {{mlc.loop = "i"}}
+        return
+      }}"""
     assert plan(text, AVX2) == [("i", 2)]
+    assert plan(text, AVX512) == [("i", 8)]
+    # B's row read at the row i instead: nothing shared across i, the columns' loop is chosen
+    by_row = text.replace("%B[%kk, %j]", "%B[%i, %j]").replace("%A[%i, %kk]", "%A[%i, %c0]")
+    assert plan(by_row, AVX512) == [("j", 4)]
 
 
 def test_two_reductions_under_one_loop_share_its_factor():
