@@ -138,11 +138,12 @@ def test_graph_subpackage_names_import():
     from mlc_mlir.graph.builder import BlockBuilder
     from mlc_mlir.graph.legalize import DEFAULT_OP_MAP, te_matmul
     from mlc_mlir.graph.transform import FuseOps, LegalizeOps, ModulePass
-    from mlc_mlir.graph.vm import Executable, VirtualMachine, _CallbackErrors, build
+    from mlc_mlir.graph.vm import Executable, VirtualMachine, build
+    from mlc_mlir.runtime.vm import CallbackErrors
 
     assert BlockBuilder is graph.BlockBuilder and VirtualMachine is graph.VirtualMachine and build is graph.build
     assert "mlc.matmul" in DEFAULT_OP_MAP and callable(te_matmul) and callable(FuseOps) and callable(LegalizeOps)
-    assert Executable is graph.Executable and isinstance(_CallbackErrors(), object) and ModulePass
+    assert Executable is graph.Executable and isinstance(CallbackErrors(), object) and ModulePass
 
 
 def test_graph_subpackages_show_the_architecture():

@@ -27,6 +27,7 @@ class NoMLIR:
 sys.meta_path.insert(0, NoMLIR())
 
 import mlc_mlir.runtime as rt
+import mlc_mlir.runtime.vm  # the virtual machine's run-time half too
 from mlc_mlir.errors import ArgumentError
 from mlc_mlir.runtime.module import RuntimeModule
 assert not any(n == "mlir" or n.startswith("mlir.") for n in sys.modules), sorted(sys.modules)

@@ -140,9 +140,9 @@ def test_graph_function_outlives_vm_and_executable_and_threads(rng):
 
 
 def test_env_function_errors_are_kept_per_thread():
-    from mlc_mlir.graph.vm import _CallbackErrors
+    from mlc_mlir.runtime.vm import CallbackErrors
 
-    errors = _CallbackErrors()
+    errors = CallbackErrors()
     errors.errors.append(("env.f", ValueError("from the main thread")))
     seen = []
     t = threading.Thread(target=lambda: seen.append(list(errors.errors)))

@@ -40,39 +40,10 @@ from mlir.dialects import arith, bufferization, func, tensor
 from ..ir.analysis import arg_attr, fail, func_name, graph_functions, value_shapes, walk_ops
 from ...errors import GraphError
 from ...irutil import symbol_ops
+from ...runtime.vm import EnvCall, GraphSignature, TensorSpec
 from ...tensor_types import Shape, dtype_of_element, format_shape, shape_attr
 
-__all__ = ["EnvCall", "GraphSignature", "TensorSpec", "lower_graph_functions"]
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """Name, symbolic shape and dtype of a graph function input or output."""
-
-    name: str
-    shape: Shape
-    dtype: str
-
-
-@dataclass(frozen=True)
-class GraphSignature:
-    """A lowered graph function: its inputs and the outputs the executor allocates."""
-
-    name: str
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
-
-
-@dataclass(frozen=True)
-class EnvCall:
-    """An external function of the lowered module that calls environment function ``name``.
-
-    ``args`` lists (rank, dtype) of each memref argument (inputs..., output).
-    """
-
-    symbol: str
-    name: str
-    args: tuple[tuple[int, str], ...]
+__all__ = ["lower_graph_functions"]
 
 
 def lower_graph_functions(module: ir.Module) -> tuple[dict[str, GraphSignature], list[EnvCall]]:

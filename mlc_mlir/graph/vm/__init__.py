@@ -7,14 +7,14 @@ module                      what
                             (lowering itself: :mod:`..transform.lower`)
 :mod:`.vm_build`            ``mlc.graph.build`` -> ``Executable`` (CPU)
 :mod:`.cuda`                ``mlc.graph.build(target="cuda")`` and its functions
-:mod:`.virtual_machine`     ``VirtualMachine``: checked calls of the compiled functions
+:mod:`mlc_mlir.runtime.vm`  ``VirtualMachine``: checked calls of the compiled functions (no MLIR)
 ==========================  ================================================================
 
 This package is also the module ``mlc_mlir.graph.vm`` of earlier versions (``build``,
 ``Executable``, ``VirtualMachine``, ``GraphFunction``).
 """
 
-from .virtual_machine import GraphFunction, VirtualMachine
-from .vm_build import Executable, _CallbackErrors, build, static_extent_checks  # noqa: F401 - old vm.py names
+from ...runtime.vm import Executable, GraphFunction, VirtualMachine
+from .vm_build import build, static_extent_checks
 
 __all__ = ["build", "Executable", "VirtualMachine", "GraphFunction"]

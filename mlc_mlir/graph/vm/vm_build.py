@@ -13,98 +13,24 @@ Environment functions (``call_dps_packed``) are external functions of that code,
 registered on the JIT as ctypes callbacks: each call hands the registered Python
 function zero-copy NumPy views of its arguments. An exception raised inside one is kept
 and re-raised as :class:`RuntimeError_` when the compiled call returns.
-The virtual machine that runs the result is :mod:`.virtual_machine`.
+The virtual machine that runs the result is :mod:`mlc_mlir.runtime.vm` (no MLIR).
 """
 
 from __future__ import annotations
 
-import ctypes
-import threading
 from typing import Any
 
-import numpy as np
 from mlir import ir
 
-from ...compiler import Compilation, RuntimeModule, compile
-from ...errors import GraphError, RuntimeError_
+from ...compiler import Compilation, compile
+from ...errors import GraphError
 from ...irutil import symbol_ops
 from ...target import resolve_tag
 from ...ir import Module
-from ...runtime import get_func
-from ...runtime.memref import descriptor_class, view
 from ..ir.analysis import func_name, graph_functions, value_shapes, walk_ops
-from ..transform.lower import EnvCall, GraphSignature
+from ...runtime.vm import CallbackErrors, Executable, ExtentCheck, make_callback
 
-__all__ = ["build", "Executable", "static_extent_checks"]
-
-
-class _CallbackErrors:
-    """Exceptions raised inside environment functions during one compiled call (per thread)."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    @property
-    def errors(self) -> list[tuple[str, BaseException]]:
-        if not hasattr(self._local, "errors"):
-            self._local.errors = []
-        return self._local.errors
-
-    def reraise(self) -> None:
-        if self.errors:
-            name, exc = self.errors[0]
-            self.errors.clear()
-            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: not an error of the call
-                raise exc
-            raise RuntimeError_(f"environment function {name!r} raised {type(exc).__name__}: {exc}") from exc
-
-
-def _make_callback(call: EnvCall, errors: _CallbackErrors) -> Any:
-    """A ctypes function ``void(desc*...)`` that calls the Python function registered as ``call.name``."""
-    dtypes = [np.dtype(d) for _, d in call.args]
-    ranks = [r for r, _ in call.args]
-    proto = ctypes.CFUNCTYPE(None, *[ctypes.POINTER(descriptor_class(r, dt)) for r, dt in zip(ranks, dtypes)])
-    name = call.name
-
-    def callback(*ptrs: Any) -> None:
-        if errors.errors:  # an earlier callback of this call failed: skip the rest
-            return
-        try:
-            arrays = [view(p, dt, r) for p, dt, r in zip(ptrs, dtypes, ranks)]
-            get_func(name)(*arrays)
-        except BaseException as exc:  # noqa: BLE001 - must not unwind through compiled code
-            errors.errors.append((name, exc))
-
-    return proto(callback)
-
-
-class Executable:
-    """A built graph module (course ``relax.Executable``): compiled code plus signatures."""
-
-    def __init__(self, rt: RuntimeModule, signatures: dict[str, GraphSignature], env_calls: list[EnvCall],
-                 errors: _CallbackErrors, source: Module, optimized: Module | None = None,
-                 extent_checks: dict[str, tuple[ExtentCheck, ...]] | None = None):
-        self.rt = rt
-        #: per graph function: symbols that a called tensor program fixes to a static size
-        self.extent_checks = dict(extent_checks or {})
-        #: the module after graph optimization and legalization (before lowering)
-        self.optimized = optimized
-        self.signatures = signatures
-        self.env_calls = env_calls
-        self._errors = errors
-        self.source = source
-
-    @property
-    def functions(self) -> list[str]:
-        """Names of the graph functions that can be called."""
-        return list(self.signatures)
-
-    def get_source(self, fmt: str = "llvm") -> str:
-        """The compiled code (``"mlir"``: lowered input, ``"llvm"``, ``"asm"``...; see ``mlc.build``)."""
-        return self.rt.get_source(fmt)
-
-    def __repr__(self) -> str:
-        return f"<mlc.graph.Executable functions={self.functions}>"
+__all__ = ["build", "static_extent_checks"]
 
 
 def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict | None = None,
@@ -140,10 +66,10 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
 
         return build_graph_cuda(mod, target, opt_level=opt_level, op_map=op_map, llvm_opt_level=llvm_opt_level,
                                 print_after_all=print_after_all)
-    errors = _CallbackErrors()
+    errors = CallbackErrors()
 
     def callbacks(state: Compilation) -> dict[str, Any]:  # environment functions are known once lowered
-        return {c.symbol: _make_callback(c, errors) for c in state.env_calls}
+        return {c.symbol: make_callback(c, errors) for c in state.env_calls}
 
     built = compile(mod, target, opt_level=llvm_opt_level, graph_opt_level=opt_level, op_map=op_map,
                     print_after_all=print_after_all, callbacks=callbacks, after_call=errors.reraise)
@@ -152,7 +78,6 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
                       state.extent_checks)
 
 
-ExtentCheck = tuple[str, int, str]  # (symbol, static size, "@callee argument k dimension d")
 
 
 def static_extent_checks(module: Any) -> dict[str, tuple[ExtentCheck, ...]]:

@@ -1,4 +1,5 @@
-"""``VirtualMachine``: call the graph functions of a built :class:`~.vm_build.Executable`.
+"""The virtual machine's run-time half: call the graph functions of a built
+:class:`Executable` (course ``relax.VirtualMachine``). Needs no MLIR.
 
     vm = mlc.graph.VirtualMachine(ex, mlc.cpu())
     out = vm["main"](x, w0, b0, w1, b1)          # an mlc NDArray; out.numpy()
@@ -8,26 +9,141 @@ the static sizes of the tensor programs ``call_tir`` calls (a kernel compiled fo
 ``(2, 3)`` called with ``x: (n, 3)`` needs ``n == 2``), allocates fresh outputs for every
 call and returns them as ``mlc.runtime.NDArray``. A call with exact C-contiguous NumPy
 inputs runs through generated code: output allocation from the input shapes, then the
-compiled function's builtin entry (:mod:`mlc_mlir.compiler.fastcall`), which makes every
-check in native code; any call it declines takes :meth:`GraphFunction.call_checked`.
+compiled function's builtin entry (:mod:`.fastcall`), which makes every check in native
+code; any call it declines takes :meth:`GraphFunction.call_checked`. Environment
+functions (Python) are called back from the compiled code through :func:`make_callback`.
+The compiler side (``mlc.graph.build``) makes the :class:`Executable`.
 """
 
 from __future__ import annotations
 
+import ctypes
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...errors import ArgumentError, GraphError, RuntimeError_
-from ...runtime.checks import check_arity, check_array
-from ...runtime import Device, NDArray, as_numpy, cpu
-from ...tensor_types import format_shape
-from ..transform.lower import GraphSignature
-from .cuda import CudaGraphFunction
-from .vm_build import Executable
+from ..errors import ArgumentError, GraphError, RuntimeError_
+from . import cuda_device as cu
+from .checks import check_arity, check_array
+from .memref import descriptor_class, view
+from .module import RuntimeModule
+from .ndarray import Device, NDArray, as_numpy, cpu
+from .registry import get_func
 
-__all__ = ["VirtualMachine", "GraphFunction"]
+__all__ = ["TensorSpec", "GraphSignature", "EnvCall", "CallbackErrors", "make_callback", "Executable",
+           "VirtualMachine", "GraphFunction", "CudaGraphFunction", "ExtentCheck"]
+
+#: a symbol a called tensor program fixes: (symbol, static size, "@callee argument k dimension d")
+ExtentCheck = tuple[str, int, str]
+#: a symbolic shape: static sizes and symbol names
+Shape = tuple[int | str, ...]
+
+
+def format_shape(shape: Shape) -> str:
+    """A shape as text: ``(1, m)``, ``(4,)``."""
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Name, symbolic shape and dtype of a graph function input or output."""
+
+    name: str
+    shape: Shape
+    dtype: str
+
+
+@dataclass(frozen=True)
+class GraphSignature:
+    """A lowered graph function: its inputs and the outputs the executor allocates."""
+
+    name: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+
+@dataclass(frozen=True)
+class EnvCall:
+    """An external function of the lowered module that calls environment function ``name``.
+
+    ``args`` lists (rank, dtype) of each memref argument (inputs..., output).
+    """
+
+    symbol: str
+    name: str
+    args: tuple[tuple[int, str], ...]
+
+
+class CallbackErrors:
+    """Exceptions raised inside environment functions during one compiled call (per thread)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @property
+    def errors(self) -> list[tuple[str, BaseException]]:
+        if not hasattr(self._local, "errors"):
+            self._local.errors = []
+        return self._local.errors
+
+    def reraise(self) -> None:
+        if self.errors:
+            name, exc = self.errors[0]
+            self.errors.clear()
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: not an error of the call
+                raise exc
+            raise RuntimeError_(f"environment function {name!r} raised {type(exc).__name__}: {exc}") from exc
+
+
+def make_callback(call: EnvCall, errors: CallbackErrors) -> Any:
+    """A ctypes function ``void(desc*...)`` that calls the Python function registered as ``call.name``."""
+    dtypes = [np.dtype(d) for _, d in call.args]
+    ranks = [r for r, _ in call.args]
+    proto = ctypes.CFUNCTYPE(None, *[ctypes.POINTER(descriptor_class(r, dt)) for r, dt in zip(ranks, dtypes)])
+    name = call.name
+
+    def callback(*ptrs: Any) -> None:
+        if errors.errors:  # an earlier callback of this call failed: skip the rest
+            return
+        try:
+            arrays = [view(p, dt, r) for p, dt, r in zip(ptrs, dtypes, ranks)]
+            get_func(name)(*arrays)
+        except BaseException as exc:  # noqa: BLE001 - must not unwind through compiled code
+            errors.errors.append((name, exc))
+
+    return proto(callback)
+
+
+class Executable:
+    """A built graph module (course ``relax.Executable``): compiled code plus signatures."""
+
+    def __init__(self, rt: RuntimeModule, signatures: dict[str, GraphSignature], env_calls: list[EnvCall],
+                 errors: CallbackErrors, source: Any, optimized: Any = None,
+                 extent_checks: dict[str, tuple[ExtentCheck, ...]] | None = None):
+        self.rt = rt
+        #: per graph function: symbols that a called tensor program fixes to a static size
+        self.extent_checks = dict(extent_checks or {})
+        #: the module after graph optimization and legalization (before lowering)
+        self.optimized = optimized
+        self.signatures = signatures
+        self.env_calls = env_calls
+        self._errors = errors
+        self.source = source
+
+    @property
+    def functions(self) -> list[str]:
+        """Names of the graph functions that can be called."""
+        return list(self.signatures)
+
+    def get_source(self, fmt: str = "llvm") -> str:
+        """The compiled code (``"mlir"``: lowered input, ``"llvm"``, ``"asm"``...; see ``mlc.build``)."""
+        return self.rt.get_source(fmt)
+
+    def __repr__(self) -> str:
+        return f"<mlc.graph.Executable functions={self.functions}>"
 
 
 class GraphFunction:
@@ -173,3 +289,41 @@ class VirtualMachine:
             self._funcs[name] = kind(self.executable, self.executable.signatures[name], self.device)
         return self._funcs[name]
 
+
+class CudaGraphFunction:
+    """A graph function on a CUDA device: ``f(*inputs) -> CudaNDArray(s)``."""
+
+    def __init__(self, ex: Any, sig: Any, device: Device):
+        self.signature = sig
+        self._compiled = ex.rt[sig.name]
+        self._device = device
+
+    def __call__(self, *args: Any) -> Any:
+        sig = self.signature
+        if len(args) != len(sig.inputs):
+            names = ", ".join(s.name for s in sig.inputs)
+            raise ArgumentError(f"@{sig.name} takes {len(sig.inputs)} input(s) ({names}), got {len(args)}")
+
+        views = [(a if isinstance(a, cu.CudaNDArray) else cu.from_dlpack(a)) if cu.is_cuda_array(a)
+                 else as_numpy(a) for a in args]
+        # dtypes and shapes checked before a host array is copied: a wrong call never pays
+        # for the copy (a huge zero-stride view would be NumPy's MemoryError)
+        self._compiled._check([v.shape for v in views], [v.dtype for v in views])
+        arrays = [v if isinstance(v, cu.CudaNDArray) else self._to_device(i, v) for i, v in enumerate(views)]
+        symbols: dict[str, int] = {}
+        for spec, arr in zip(sig.inputs, arrays):
+            for want, got in zip(spec.shape, arr.shape):
+                if not isinstance(want, int):
+                    symbols.setdefault(want, got)
+        outs = [cu.cuda_empty(tuple(d if isinstance(d, int) else symbols.get(d, -1) for d in spec.shape),
+                              np.dtype(spec.dtype), self._device) for spec in sig.outputs]
+        self._compiled(*arrays, *outs)  # checks shapes and dtypes against the signature
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _to_device(self, i: int, host: np.ndarray) -> cu.CudaNDArray:
+        try:
+            return cu.cuda_array(np.ascontiguousarray(host), self._device)
+        except MemoryError:
+            raise ArgumentError(f"@{self.signature.name} input {i} ({self.signature.inputs[i].name}): a "
+                                f"contiguous copy of this {host.dtype} array of shape {host.shape} cannot be "
+                                "allocated; pass a C-contiguous array") from None
