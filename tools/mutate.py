@@ -244,13 +244,15 @@ def _equivalents() -> list[dict]:
 def count(session: Path, tree: Path, path: str) -> Counts:
     """Counts of one session; survivors are matched against the equivalent list by file,
     operator, the line's text and the column (stable when other lines move), and where
-    several mutants share those, by text of the mutated line (``to``)."""
+    several mutants share those, by the mutated line's text (``to``) or the line before
+    (``after``)."""
     c = Counts()
     source = (tree / path).read_text()
     lines, spans = source.splitlines(), _annotation_spans(source)
-    equiv: dict[tuple, list[str]] = {}
+    equiv: dict[tuple, list[tuple[str, str | None]]] = {}
     for e in _equivalents():
-        equiv.setdefault((e["path"], e["operator"], e["line"].strip(), int(e["col"])), []).append(e.get("to", ""))
+        key = (e["path"], e["operator"], e["line"].strip(), int(e["col"]))
+        equiv.setdefault(key, []).append((e.get("to", ""), e.get("after")))
     db = sqlite3.connect(session)
     rows = db.execute("""
         SELECT s.operator_name, s.start_pos_row, s.start_pos_col, r.test_outcome, r.worker_outcome, r.diff
@@ -271,7 +273,8 @@ def count(session: Path, tree: Path, path: str) -> Counts:
             text = lines[row - 1].strip() if 0 < row <= len(lines) else ""
             added = " ".join(x[1:].strip() for x in (diff or "").splitlines() if x.startswith("+")
                              and not x.startswith("+++"))
-            if any(to in added for to in equiv.get((path, op, text, col), [])):
+            before = lines[row - 2].strip() if row >= 2 else ""
+            if any(to in added and after in (None, before) for to, after in equiv.get((path, op, text, col), [])):
                 c.equivalent += 1
             else:
                 c.survivors.append(f"{path}:{row}:{col} {op}\n    {text}\n{diff or ''}")

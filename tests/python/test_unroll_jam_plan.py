@@ -157,6 +157,10 @@ def test_vector_reads_count_as_shared_elements():
     # B's row read at the row i instead: nothing shared across i, the columns' loop is chosen
     by_row = text.replace("%B[%kk, %j]", "%B[%i, %j]").replace("%A[%i, %kk]", "%A[%i, %c0]")
     assert plan(by_row, AVX512) == [("j", 4)]
+    # one row, and A read at the column: the column loop shares nothing: no jam
+    nothing = text.replace("scf.for %i = %c0 to %c128 step %c1", "scf.for %i = %c0 to %c1 step %c1")
+    assert plan(nothing.replace("%A[%i, %kk]", "%A[%j, %kk]"), AVX512) == []
+    assert plan(nothing, AVX512) == [("j", 4)]
 
 
 def test_two_reductions_under_one_loop_share_its_factor():
