@@ -136,7 +136,9 @@ def _relocate(module: ir.Module, name: str, chunk: Chunk) -> None:
         for region in op.regions:
             for block in region.blocks:
                 for arg in block.arguments:
-                    arg.set_location(fix(arg.location))
+                    # as BlockArgument: transform.extras' value casters hand transform-typed
+                    # arguments back as OpHandle, which has no set_location
+                    ir.BlockArgument(arg).set_location(fix(arg.location))
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
