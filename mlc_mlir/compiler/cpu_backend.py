@@ -63,9 +63,9 @@ class CpuBackend:
         """JIT the LLVM-dialect module: the runtime module (``rt["name"](*arrays)``)."""
         engine = _jit(lowered, state, self.opt_level, callbacks)
         return JitModule(engine=engine, signatures=state.signatures, lowered=lowered,
-                             source=state.source or source, target=str(self.target),
-                             after_call=alloc_failure_check(engine, after_call),
-                             keep_alive=list((callbacks or {}).values()), fast_plans=state.plans)
+                         source=state.source or source, target=str(self.target),
+                         after_call=alloc_failure_check(engine, after_call),
+                         keep_alive=list((callbacks or {}).values()), fast_plans=state.plans)
 
 
 def _jit(module: ir.Module, state: Compilation, opt_level: int,

@@ -38,13 +38,14 @@ from .executable import JitModule
 from .gpu_pipeline import CudaTarget
 from .pipeline import run_pipeline
 
-__all__ = ["CudaModule", "DeviceCode", "cuda_driver", "device_arch", "jit_host", "NO_DRIVER"]
+__all__ = ["CudaModule", "DeviceCode", "cuda_driver", "device_arch", "jit_host", "unavailable_reason", "NO_DRIVER",
+           "SNAPSHOTS"]
 
 
 NO_DRIVER = ("no CUDA driver (libcuda) found: CUDA functions can be compiled (get_source('ptx')) "
              "but not run here")
 # get_source format -> the stage after which the IR is kept
-_SNAPSHOTS = {"gpu": "map-to-gpu", "gpu-outlined": "outline", "nvvm": "device"}
+SNAPSHOTS = {"gpu": "map-to-gpu", "gpu-outlined": "outline", "nvvm": "device"}
 
 
 @functools.cache
@@ -138,10 +139,10 @@ class CudaModule(JitModule):
             if self._ptx is None:
                 self._ptx = _ptx_of(self._snapshots["device"], self.cuda)
             return self._ptx
-        if fmt in _SNAPSHOTS:
-            return self._snapshots[_SNAPSHOTS[fmt]]
+        if fmt in SNAPSHOTS:
+            return self._snapshots[SNAPSHOTS[fmt]]
         if fmt not in ("mlir", "llvm-dialect", "llvm", "ll", "asm", "s"):
-            raise MlcError(f"get_source: unknown format {fmt!r}; use 'ptx', {', '.join(map(repr, _SNAPSHOTS))}, "
+            raise MlcError(f"get_source: unknown format {fmt!r}; use 'ptx', {', '.join(map(repr, SNAPSHOTS))}, "
                            "'mlir', 'llvm-dialect', 'llvm' or 'asm'")
         return super().get_source(fmt)
 
@@ -177,7 +178,8 @@ def _ptx_of(device_ir: str, cuda: CudaTarget) -> str:
     return "\n".join(parts)
 
 
-def _unavailable_reason(cuda: CudaTarget) -> str | None:
+def unavailable_reason(cuda: CudaTarget) -> str | None:
+    """Why kernels built for ``cuda`` cannot run here (no driver, no GPU, another chip), or None."""
     try:
         cu.activate(0)
     except MlcError as exc:

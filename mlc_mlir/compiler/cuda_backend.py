@@ -14,7 +14,7 @@ from mlir import ir
 from ..errors import BuildError
 from ..runtime.mgpu import KernelRuntime
 from ..toolchain import mlir_lib
-from .cuda import _SNAPSHOTS, CudaModule, _unavailable_reason, device_arch, jit_host
+from .cuda import SNAPSHOTS, CudaModule, unavailable_reason, device_arch, jit_host
 from .gpu_pipeline import ARCH_PTX_FEATURES, CudaTarget, cuda_stages, parse_cuda_target
 from .pipeline import INLINE, Compilation, ModuleStage, Stage
 
@@ -53,7 +53,7 @@ class CudaBackend:
                 *cuda_stages(self.cuda, state.signatures, opt_level=self.opt_level)]
 
     def after_stage(self, stage: Stage, mod: Any) -> None:
-        if stage.name in _SNAPSHOTS.values():
+        if stage.name in SNAPSHOTS.values():
             self.snapshots[stage.name] = str(mod.mlir_module)
 
     def load(self, lowered: ir.Module, state: Compilation, *, source: str,
@@ -62,7 +62,7 @@ class CudaBackend:
         """JIT the host code and load the kernels on GPU 0; compile-only without a usable GPU."""
         if callbacks:
             raise BuildError("environment functions (Python callbacks) cannot run in a CUDA build")
-        unavailable = _unavailable_reason(self.cuda)
+        unavailable = unavailable_reason(self.cuda)
         engine, runtime = None, KernelRuntime(0)
         if unavailable is None:
             engine = jit_host(lowered, opt_level=self.opt_level, shared_libs=[mlir_lib("libmlir_c_runner_utils.so")])

@@ -87,15 +87,22 @@ def _prepare(mod: Module, target: Any, opt_level: int, fastmath: str, arch: str 
     return backend, state
 
 
+def _lowered(mod: Module, backend: Backend, state: Compilation, *, graph_opt_level: int, op_map: dict | None,
+             print_after_all: bool) -> Module:
+    """A copy of ``mod`` through :func:`build_stages` (inside the shared context)."""
+    work = mod.clone()
+    stages = build_stages(work, backend, state, graph_opt_level=graph_opt_level, op_map=op_map)
+    return run_stages(work, stages, print_after_all=print_after_all, after_stage=backend.after_stage)
+
+
 def lower(mod: Module, target: Any = "llvm", *, graph_opt_level: int = 2, op_map: dict | None = None,
           fastmath: str = "contract", print_after_all: bool = False) -> Module:
     """Run :func:`compile`'s stages on a copy of ``mod`` without loading it (``mlc-opt
     --mlc-lower-to-llvm``): the module in the LLVM dialect (CPU)."""
     backend, state = _prepare(mod, target, 3, fastmath, None)
-    work = mod.clone()
     with mlc_context():
-        return run_stages(work, build_stages(work, backend, state, graph_opt_level=graph_opt_level, op_map=op_map),
-                          print_after_all=print_after_all, after_stage=backend.after_stage)
+        return _lowered(mod, backend, state, graph_opt_level=graph_opt_level, op_map=op_map,
+                        print_after_all=print_after_all)
 
 
 def compile(mod: Module, target: Any = "llvm", *, opt_level: int = 3, graph_opt_level: int = 2,  # noqa: A001
@@ -124,11 +131,10 @@ def compile(mod: Module, target: Any = "llvm", *, opt_level: int = 3, graph_opt_
             environment functions without their callbacks.
     """
     backend, state = _prepare(mod, target, opt_level, fastmath, arch)
-    work = mod.clone()
-    source = work.script()
+    source = mod.script()
     with mlc_context():
-        lowered = run_stages(work, build_stages(work, backend, state, graph_opt_level=graph_opt_level, op_map=op_map),
-                             print_after_all=print_after_all, after_stage=backend.after_stage).mlir_module
+        lowered = _lowered(mod, backend, state, graph_opt_level=graph_opt_level, op_map=op_map,
+                           print_after_all=print_after_all).mlir_module
         if callable(callbacks):
             callbacks = callbacks(state)
         if state.env_calls and not callbacks:
