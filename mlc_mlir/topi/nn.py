@@ -90,6 +90,8 @@ def _pair(value: Any, op: str, what: str) -> tuple[int, int]:
 
 
 def _no_padding(padding: Any, op: str) -> None:
+    if padding is None:
+        return
     pads = (padding,) if isinstance(padding, int) else tuple(padding)
     if any(p != 0 for p in pads):
         raise TEError(f"topi.{op}: padding {padding!r} is not supported (only 0: reads out of the "

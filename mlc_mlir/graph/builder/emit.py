@@ -19,7 +19,7 @@ from ...tensor_types import shape_attr, tensor_type
 from ..ir.expr import Call, Constant, Expr, Var
 
 __all__ = ["Emitter", "constant_attr", "create_op", "RESOURCE_THRESHOLD", "CALL_SLOTS", "OUTPUT_SLOTS",
-           "segment_sizes"]
+           "segment_sizes", "encode_attrs", "VARIADIC_OPS"]
 
 #: constants with more elements than this are stored as ``dense_resource`` blobs
 RESOURCE_THRESHOLD = 16
@@ -119,18 +119,16 @@ class Emitter:
                 cop.attributes[k] = v
             self.env[id(call)] = cop.results[0]
             return cop.results[0]
-        if op == "permute_dims":
-            attrs["axes"] = ir.DenseI64ArrayAttr.get(list(call.attrs["axes"]))
-        elif op == "softmax":
-            attrs["axis"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), call.attrs["axis"])
-        elif op in NN_ATTR_OPS:
-            attrs.update(_nn_attrs(call.attrs))
-        elif op == "call_tir":
+        if op == "call_tir":
             attrs["callee"] = ir.FlatSymbolRefAttr.get(call.attrs["callee"])
             attrs["operandSegmentSizes"] = segment_sizes(len(operands), CALL_SLOTS, "call_tir")
         elif op == "call_dps":
             attrs["callee"] = ir.StringAttr.get(call.attrs["callee"])
             attrs["operandSegmentSizes"] = segment_sizes(len(operands), CALL_SLOTS, "call_dps_packed")
+        else:
+            attrs.update(encode_attrs(call.attrs, op))
+            if op in VARIADIC_OPS:
+                attrs["operandSegmentSizes"] = segment_sizes(len(operands), CALL_SLOTS, op)
         result = create_op(f"mlc.{op}", operands, rtype, attrs, self._loc(name)).result
         self.env[id(call)] = result
         return result
@@ -140,17 +138,32 @@ def _is_global_var(op: object) -> bool:
     return isinstance(op, GlobalVar)
 
 
-#: graph ops whose attributes are written generically (tuples of ints, ints, floats)
-NN_ATTR_OPS = ("conv2d", "max_pool2d", "batch_norm", "layer_norm")
+#: graph ops whose operands are a list of tensors (IRDL optional slots, like the calls)
+VARIADIC_OPS = ("concat",)
 
 
-def _nn_attrs(values: dict) -> dict[str, ir.Attribute]:
+def encode_attrs(values: dict, op: str = "op") -> dict[str, ir.Attribute]:
+    """A graph op's Python attributes as MLIR attributes, one spelling per Python type:
+    a tuple of ints is ``array<i64: ...>``, a bool ``true``/``false``, an int ``i64``, a
+    float ``f64``, a string a string; ``None`` is left out (read back by
+    :func:`mlc_mlir.graph.ir.analysis.op_attrs`)."""
     out: dict[str, ir.Attribute] = {}
     for key, v in values.items():
-        if isinstance(v, tuple):
+        if v is None or key == "shape":  # reshape's shape is its result type
+            continue
+        if isinstance(v, (tuple, list)):
+            if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
+                raise GraphError(f"{op}: attribute {key}={v!r} must be a tuple of ints")
             out[key] = ir.DenseI64ArrayAttr.get([int(x) for x in v])
-        elif isinstance(v, float):
-            out[key] = ir.FloatAttr.get_f64(v)
-        else:
+        elif isinstance(v, (bool, np.bool_)):
+            out[key] = ir.BoolAttr.get(bool(v))
+        elif isinstance(v, (int, np.integer)):
             out[key] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(v))
+        elif isinstance(v, (float, np.floating)):
+            out[key] = ir.FloatAttr.get_f64(float(v))
+        elif isinstance(v, str):
+            out[key] = ir.StringAttr.get(v)
+        else:
+            raise GraphError(f"{op}: attribute {key}={v!r} has no MLIR form (ints, floats, bools, "
+                             "strings and tuples of ints do)")
     return out

@@ -133,18 +133,29 @@ def elements_type(attr: ir.Attribute) -> ir.Type | None:
         return None
 
 
+#: attributes of graph ops that are not the op's own (read by :func:`op_attrs`)
+_NOT_OP_ATTRS = ("mlc.shape", "operandSegmentSizes", "resultSegmentSizes", "callee")
+
+
 def op_attrs(op: ir.Operation, result_shape: Shape | None) -> dict[str, object]:
-    """The Python attributes the shape rules read (``axes``, ``axis``, reshape's ``shape``)."""
+    """The Python attributes of graph op ``op`` (the inverse of the builder's ``encode_attrs``:
+    ``array<i64>`` -> tuple, ``i64`` -> int, ``f64`` -> float, bool, string; reshape's
+    ``shape`` is its result shape)."""
     attrs: dict[str, object] = {}
-    if "axes" in op.attributes:
-        attrs["axes"] = tuple(ir.DenseI64ArrayAttr(op.attributes["axes"]))
-    if "axis" in op.attributes:
-        attrs["axis"] = ir.IntegerAttr(op.attributes["axis"]).value
-    for key in ("strides", "dilation", "pool_size"):  # nn ops (op_nn.py)
-        if key in op.attributes:
-            attrs[key] = tuple(ir.DenseI64ArrayAttr(op.attributes[key]))
-    if "epsilon" in op.attributes:
-        attrs["epsilon"] = ir.FloatAttr(op.attributes["epsilon"]).value
+    for key in op.attributes:
+        attr = op.attributes[key]
+        if key in _NOT_OP_ATTRS or key.startswith("mlc."):
+            continue
+        if isinstance(attr, ir.DenseI64ArrayAttr):
+            attrs[key] = tuple(attr)
+        elif isinstance(attr, ir.BoolAttr):
+            attrs[key] = bool(attr.value)
+        elif isinstance(attr, ir.IntegerAttr):
+            attrs[key] = attr.value
+        elif isinstance(attr, ir.FloatAttr):
+            attrs[key] = attr.value
+        elif isinstance(attr, ir.StringAttr):
+            attrs[key] = attr.value
     if op.name == "mlc.reshape":
         attrs["shape"] = result_shape
     return attrs

@@ -18,6 +18,7 @@ from typing import Any
 from ...errors import GraphError
 from ...tensor_types import Shape, broadcast_shapes, format_shape, is_float, numel
 from .infer_nn import NN_RULES
+from .infer_tensor import TENSOR_RULES
 
 __all__ = ["infer", "RULES", "ELEMENTWISE_BINARY"]
 
@@ -153,6 +154,7 @@ def infer(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any] | None = None)
 
 def _register_nn_rules() -> None:
     RULES.update(NN_RULES)
+    RULES.update(TENSOR_RULES)
 
 
 _register_nn_rules()

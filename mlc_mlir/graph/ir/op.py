@@ -17,12 +17,14 @@ import numpy as np
 
 from ...errors import GraphError
 from ...tensor_types import format_shape, normalize_dtype, normalize_shape, numel
-from .expr import Call, Expr, TensorStructInfo, const
-from .infer import infer
+from .expr import Call, Expr, TensorStructInfo
+from . import op_nn, op_tensor
+from .op_base import _call, _expr
+from .op_tensor import *  # noqa: F401,F403 - tensor ops are graph ops too (mlc.graph.op.where...)
 
 __all__ = ["matmul", "add", "subtract", "multiply", "divide", "relu", "gelu", "sigmoid", "tanh", "nn", "permute_dims",
            "reshape", "ewise_fma", "softmax", "call_tir", "call_dps_packed", "alloc_tensor", "MAX_CALL_ARGS",
-           "UnknownOpError"]
+           "UnknownOpError", *op_tensor.__all__]
 
 #: the public name of this module (``relax.op`` of the course)
 PUBLIC_NAME = "mlc_mlir.graph.op"
@@ -40,24 +42,6 @@ def _unknown_op(namespace: str, name: str, known: Sequence[str]) -> UnknownOpErr
 
 #: the most arguments a call op takes (IRDL declares one optional slot per argument)
 MAX_CALL_ARGS = 16
-
-
-def _expr(value: Any, op: str, index: int, like: Expr | None = None) -> Expr:
-    if isinstance(value, Expr):
-        return value
-    if isinstance(value, (int, float, np.ndarray, np.generic, list)) and not isinstance(value, bool):
-        return const(value, like.dtype if like is not None and np.ndim(value) == 0 else None)
-    raise GraphError(f"{op}: argument {index} must be a graph expression (Var, const, op call), "
-                     f"got {type(value).__name__}")
-
-
-def _call(op: str, args: Sequence[Any], attrs: dict[str, Any] | None = None) -> Call:
-    exprs: list[Expr] = []
-    for i, a in enumerate(args):
-        like = next((x for x in args if isinstance(x, Expr)), None)
-        exprs.append(_expr(a, op, i, like))
-    shape, dtype = infer(op, [(e.shape, e.dtype) for e in exprs], attrs or {})
-    return Call(op, exprs, attrs or {}, shape, dtype)
 
 
 def matmul(a: Any, b: Any) -> Call:
@@ -211,11 +195,8 @@ class _OpNamespace(types.SimpleNamespace):
 
 #: ``mlc.graph.op.nn``: the neural-network ops under their ``relax.op.nn`` names
 def _nn() -> _OpNamespace:
-    from . import op_nn  # here, not at the top: graph.ir.op_nn imports this module
-
     return _OpNamespace(relu=relu, gelu=gelu, softmax=softmax, sigmoid=sigmoid, tanh=tanh,
-                        conv2d=op_nn.conv2d, max_pool2d=op_nn.max_pool2d,
-                        batch_norm=op_nn.batch_norm, layer_norm=op_nn.layer_norm)
+                        **{name: getattr(op_nn, name) for name in op_nn.__all__})
 
 
 nn = _nn()

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import GraphError
-from .op import _call
+from .op_base import _call
 
 __all__ = ["conv2d", "max_pool2d", "batch_norm", "layer_norm"]
 

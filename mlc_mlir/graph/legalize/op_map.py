@@ -21,11 +21,13 @@ from ...errors import GraphError
 from ..builder.block_builder import BlockBuilder
 from ..ir.analysis import GRAPH_OPS
 from ..ir.expr import Call, Expr
+from .nn import NN_LEGALIZE
+from .rule import LegalizeRule, _rule
+from .tensor_ops import TENSOR_LEGALIZE
 
 __all__ = ["LegalizeRule", "DEFAULT_OP_MAP", "normalize_op_map", "te_matmul", "te_binary", "te_relu",
            "te_ewise_fma", "te_permute_dims", "te_reshape", "te_softmax"]
 
-LegalizeRule = Callable[[BlockBuilder, Call], Expr]
 
 
 # -- tensor expressions of the graph ops: the public operator library mlc.topi -------------
@@ -69,16 +71,6 @@ def te_binary(kind: str) -> Callable[[Any, Any], Any]:
     return _BINARY[kind]
 
 
-# -- the default op map -----------------------------------------------------------------
-def _rule(te_fn: Callable[..., Any], name: str, *attr_names: str) -> LegalizeRule:
-    def rule(bb: BlockBuilder, call: Call) -> Expr:
-        extra = [call.attrs.get(a, 0) for a in attr_names]  # "padding" is always 0
-        return bb.call_te(te_fn, *call.args, *extra, primfunc_name_hint=name)
-
-    rule.__name__ = f"legalize_{name}"
-    return rule
-
-
 DEFAULT_OP_MAP: dict[str, LegalizeRule] = {
     "mlc.matmul": _rule(topi.nn.matmul, "matmul"),
     **{f"mlc.{k}": _rule(te_binary(k), k) for k in ("add", "subtract", "multiply", "divide")},
@@ -90,10 +82,8 @@ DEFAULT_OP_MAP: dict[str, LegalizeRule] = {
     "mlc.permute_dims": _rule(topi.transpose, "permute_dims", "axes"),
     "mlc.reshape": _rule(topi.reshape, "reshape", "shape"),
     "mlc.softmax": _rule(topi.nn.softmax, "softmax", "axis"),
-    "mlc.conv2d": _rule(topi.nn.conv2d, "conv2d", "strides", "padding", "dilation"),
-    "mlc.max_pool2d": _rule(topi.nn.max_pool2d, "max_pool2d", "pool_size", "strides", "dilation"),
-    "mlc.batch_norm": _rule(topi.nn.batch_norm, "batch_norm", "axis", "epsilon"),
-    "mlc.layer_norm": _rule(topi.nn.layer_norm, "layer_norm", "axes", "epsilon"),
+    **NN_LEGALIZE,
+    **TENSOR_LEGALIZE,
 }
 
 
