@@ -12,7 +12,7 @@ Each ``te.compute`` becomes one ``linalg.generic`` whose ``mlc.block`` attribute
 compute's name; see :func:`create_prim_func` and docs/conventions.md.
 """
 
-from .compute import (abs, ceil, compute, cos, exp, floor, if_then_else, log, max, min,
+from .compute import (abs, all, any, ceil, compute, cos, exp, floor, if_then_else, log, max, min,
                       placeholder, power, reduce_axis, round, rsqrt, sigmoid, sin, sqrt, sum,
                       tanh, var)
 from .expr import Expr, IterVar, Var, const
@@ -21,6 +21,6 @@ from .tensor import Tensor
 from ..tensor_types import TENSOR_DTYPES
 
 __all__ = ["placeholder", "var", "reduce_axis", "compute", "create_prim_func", "sum", "max",
-           "min", "const", "if_then_else", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
+           "min", "const", "if_then_else", "all", "any", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
            "abs", "floor", "ceil", "round", "sin", "cos", "power", "Tensor", "Expr", "Var",
            "IterVar", "TENSOR_DTYPES"]

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import builtins
 import inspect
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..errors import TEError
-from ..tensor_types import is_int, normalize_dtype
-from .expr import Const, Expr, IterVar, Reduce, Var, as_expr, binary, call, const, select
+from ..tensor_types import BOOL, is_int, normalize_dtype
+from .expr import Const, Expr, IterVar, Reduce, Var, as_expr, binary, call, const, logical, select
 from .plan import plan_compute
 from .tensor import ComputeOp, Tensor, normalize_shape
 
 __all__ = ["placeholder", "var", "reduce_axis", "compute", "sum", "max", "min", "const",
-           "if_then_else", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "floor",
+           "if_then_else", "all", "any", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "floor",
            "ceil", "round", "sin", "cos", "power"]
 
 
@@ -29,7 +30,8 @@ def placeholder(shape: Sequence[int | str | Var], dtype: str = "float32", name: 
 
     Args:
         shape: dimensions: ints, or strings / ``te.var`` for symbolic sizes (``(1, "m")``).
-        dtype: element type (``float32``, ``float64``, ``float16``, ``int8``..``int64``).
+        dtype: element type (``float32``, ``float64``, ``float16``, ``int8``..``int64``,
+            ``bool``: one byte per element in the tensor, ``i1`` when read).
         name: the argument's name (``mlc.name`` in the generated function).
 
     Returns:
@@ -41,7 +43,8 @@ def placeholder(shape: Sequence[int | str | Var], dtype: str = "float32", name: 
     """
     name = _check_name(name, "a placeholder")
     return Tensor(normalize_shape(shape, what=f"placeholder {name!r}"),
-                  normalize_dtype(dtype, what=f"dtype of placeholder {name!r}", error=TEError), name)
+                  normalize_dtype(dtype, what=f"dtype of placeholder {name!r}", allow_bool=True,
+                                  error=TEError), name)
 
 
 def var(name: str = "v", dtype: str = "int32") -> Var:
@@ -103,7 +106,8 @@ def compute(shape: Sequence[int | str | Var], fcompute: Callable[..., object], n
 
     Raises:
         TEError: a bad shape, an ``fcompute`` taking another number of axes, a bad body
-            (see :func:`mlc_mlir.te.plan.check_body`), non-affine or out-of-bounds indices.
+            (see :func:`mlc_mlir.te.plan.check_body`), an affine index that may leave its
+            tensor outside a branch of :func:`if_then_else`.
     """
     name = _check_name(name, "a compute")
     dims = normalize_shape(shape, what=f"compute {name!r}")
@@ -126,7 +130,7 @@ def _axis_names(fcompute: Callable[..., object], rank: int, name: str) -> list[s
         params = list(inspect.signature(fcompute).parameters.values())
     except (TypeError, ValueError):
         return [f"i{k}" for k in range(rank)]
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
+    if builtins.any(p.kind is p.VAR_POSITIONAL for p in params):
         star = next(p for p in params if p.kind is p.VAR_POSITIONAL).name
         return [f"{star}{k}" for k in range(rank)]
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
@@ -176,12 +180,45 @@ def _min_max(fn: str, a: object, b: object, axis: object) -> Expr:
 
 
 def if_then_else(cond: object, true_value: object, false_value: object) -> Expr:
-    """``true_value`` where the bool ``cond`` holds, else ``false_value``.
+    """``true_value`` where the bool ``cond`` holds, else ``false_value`` (``arith.select``).
 
-    Both branches are evaluated (a tensor read under a false condition still happens), so
-    every index must stay in bounds.
+    Both branches are evaluated. A read in a branch whose affine index may leave its tensor
+    (the padding idiom ``te.if_then_else(te.all(i >= 1, i <= n), A[i - 1], 0.0)``) is a
+    ``tensor.extract`` with each index clamped into the tensor, so the untaken branch reads
+    an element in bounds and the select drops it; the same read outside a branch raises.
     """
     return select(cond, true_value, false_value)
+
+
+def all(*conds: object) -> Expr:  # noqa: A001
+    """The conjunction ``c0 & c1 & ...`` of bool expressions (TVM's ``te.all``).
+
+    Raises:
+        TEError: no condition, or a condition that is not bool.
+    """
+    return _fold("all", "and", conds)
+
+
+def any(*conds: object) -> Expr:  # noqa: A001
+    """The disjunction ``c0 | c1 | ...`` of bool expressions (TVM's ``te.any``).
+
+    Raises:
+        TEError: no condition, or a condition that is not bool.
+    """
+    return _fold("any", "or", conds)
+
+
+def _fold(fn: str, op: str, conds: tuple[object, ...]) -> Expr:
+    if len(conds) == 1 and isinstance(conds[0], (list, tuple)):
+        conds = tuple(conds[0])
+    if not conds:
+        raise TEError(f"te.{fn} needs at least one condition")
+    out = as_expr(conds[0])
+    if out.dtype != BOOL:
+        raise TEError(f"te.{fn} expects bool conditions (comparisons), got {out} of type {out.dtype}")
+    for c in conds[1:]:
+        out = logical(op, out, c)
+    return out
 
 
 def power(a: object, b: object) -> Expr:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
-from ..tensor_types import bits, int_range, is_float
+from ..tensor_types import BOOL, bits, int_range, is_float
 
-__all__ = ["INDEX_DTYPE", "promote", "reduce_identity"]
+__all__ = ["INDEX_DTYPE", "promote", "reduce_identity", "storage_dtype"]
 
 INDEX_DTYPE = "int32"
 """The type of compute axes, reduce axes and symbolic sizes inside expressions (as TVM)."""
@@ -30,3 +30,9 @@ def reduce_identity(combiner: str, dtype: str) -> int | float:
         return 0.0 if is_float(dtype) else 0
     lo, hi = (-math.inf, math.inf) if is_float(dtype) else int_range(dtype)
     return lo if combiner == "max" else hi
+
+
+def storage_dtype(dtype: str) -> str:
+    """The element type of a tensor of ``dtype``: ``int8`` for ``bool`` (one byte per element,
+    as NumPy's bool arrays), else ``dtype``. In registers a bool is ``i1``."""
+    return "int8" if dtype == BOOL else dtype

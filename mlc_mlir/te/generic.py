@@ -20,8 +20,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from ..tensor_types import tensor_type
-from .dtypes import reduce_identity
+from ..tensor_types import BOOL, element_type, tensor_type
+from .dtypes import reduce_identity, storage_dtype
 from .expr import Var, walk
 from .index import to_affine_expr
 from .plan import ComputePlan, Operand
@@ -88,8 +88,9 @@ def emit_compute(plan: ComputePlan, block: str, dest: ir.Value, values: dict[int
     if plan.combiner is not None:
         init = linalg.fill(constant(reduce_identity(plan.combiner, dtype), dtype), outs=[dest])
         init.owner.attributes[BLOCK_INIT_ATTR] = ir.StringAttr.get(block)
-    symbols = {v.name: sizes.value(v.name) for v in walk(plan.source, into_reads=False)
-               if isinstance(v, Var)}
+    symbols = {v.name: sizes.value(v.name) for v in walk(plan.source) if isinstance(v, Var)}
+    extracts = {rid: (values[id(ex.read.tensor)], _extents(ex.read.tensor.shape, ex.clamp, sizes))
+                for rid, ex in plan.extracts.items()}
     iterators = ([linalg.IteratorType.parallel] * plan.n_spatial
                  + [linalg.IteratorType.reduction] * (n - plan.n_spatial))
     op = linalg.GenericOp_(inputs, [init], maps, iterators)
@@ -98,9 +99,11 @@ def emit_compute(plan: ComputePlan, block: str, dest: ir.Value, values: dict[int
     with ir.InsertionPoint(body):
         args = list(body.arguments)
         reads = {rid: args[k] for rid, k in plan.read_operand.items()}
-        result = ScalarEmitter(reads, positions, symbols).emit(plan.source)
+        result = ScalarEmitter(reads, positions, symbols, extracts).emit(plan.source)
         if plan.combiner is not None:
             result = combine(plan.combiner, args[-1], result, dtype)
+        if dtype == BOOL:  # i1 in registers, one byte in the tensor
+            result = arith.extui(element_type(storage_dtype(BOOL)), result)
         linalg.YieldOp([result])
     return op.result
 
@@ -115,8 +118,15 @@ def _operand_value(op: Operand, values: dict[int, ir.Value], sizes: Sizes) -> ir
     rank = op.tensor.ndim
     static = [d if isinstance(d, int) else ir.ShapedType.get_dynamic_size() for d in op.slice_sizes]
     dynamic = [sizes.value(d.name) for d in op.slice_sizes if not isinstance(d, int)]
-    return tensor.extract_slice(tensor_type(op.slice_sizes, op.tensor.dtype), value, [], dynamic,
+    return tensor.extract_slice(tensor_type(op.slice_sizes, storage_dtype(op.tensor.dtype)), value, [], dynamic,
                                 [], [0] * rank, static, [1] * rank)
+
+
+def _extents(shape: tuple[Dim, ...], clamp: tuple[bool, ...], sizes: Sizes) -> list[ir.Value | None]:
+    """The ``index`` value of each dimension to clamp to (made here, outside the generic's
+    body); None where the index needs no clamp."""
+    return [None if not c else sizes.index(d) if isinstance(d, int) else sizes.value(d.name)
+            for d, c in zip(shape, clamp)]
 
 
 def _operand_map(op: Operand, n: int, positions: dict[int, int]) -> ir.AffineMap:

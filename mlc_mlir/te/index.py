@@ -4,7 +4,8 @@ An index is affine in the axes: axes times integer constants, sums, constants, a
 division / modulo by a positive constant (``i * 2 + 1``, ``i + k``, ``127 - i``, ``i // 4``).
 Such an index becomes one result of the operand's indexing map in the ``linalg.generic``.
 Indices computed from tensor elements (``A[B[i]]``), products of axes, and symbolic sizes
-(``A[n - 1 - i]``) are not affine maps linalg accepts; they raise :class:`TEError`.
+(``A[n - 1 - i]``) are not affine maps linalg accepts (:func:`try_affine` gives None): the
+plan reads them with a clamped ``tensor.extract`` instead (:mod:`.plan`).
 
 An axis ``k`` of ``te.reduce_axis((lo, hi))`` is loop dimension ``d`` shifted by ``lo``:
 its value is ``d + lo`` (linalg loops start at 0).
@@ -21,7 +22,7 @@ from ..tensor_types import is_int
 from .expr import BinaryOp, Call, Cast, Const, Expr, IterVar, TensorRead, Var
 
 __all__ = ["Affine", "ADim", "AConst", "AAdd", "AMul", "ADiv", "AMod", "to_affine", "pure_axis",
-           "interval", "affine_key", "to_affine_expr"]
+           "interval", "affine_key", "to_affine_expr", "try_affine"]
 
 
 class Affine:
@@ -88,6 +89,14 @@ def to_affine(e: Expr, *, where: str) -> Affine:
         return _convert(e)
     except _NotAffine as exc:
         raise TEError(f"{where} is {e}: {exc}") from None
+
+
+def try_affine(e: Expr) -> Affine | None:
+    """The affine form of index ``e``, or None when it is not affine (see the module doc)."""
+    try:
+        return _convert(e)
+    except _NotAffine:
+        return None
 
 
 def _convert(e: Expr) -> Affine:

@@ -17,6 +17,7 @@ from ..context import diagnostics_text, mlc_context
 from ..errors import TEError
 from ..ir import Module
 from ..tensor_types import element_type, shape_attr, tensor_type
+from .dtypes import storage_dtype
 from .generic import Sizes, emit_compute
 from .plan import ComputePlan, plan_compute
 from .expr import Var
@@ -77,7 +78,7 @@ def create_prim_func(args: Sequence[Tensor], name: str = "main") -> Module:
                 if id(t) in values:
                     dest = values[id(t)]
                 else:
-                    dest = tensor.empty(sizes.mixed(t.shape), element_type(t.dtype))
+                    dest = tensor.empty(sizes.mixed(t.shape), element_type(storage_dtype(t.dtype)))
                 values[id(t)] = emit_compute(plans[id(t)], blocks[id(t)], dest, values, sizes)
             func.ReturnOp([values[id(t)] for t in outputs])
         try:
@@ -160,7 +161,7 @@ def _size_dims(args: list[Tensor]) -> dict[str, tuple[int, int]]:
 
 
 def _declare(name: str, args: list[Tensor], outputs: list[Tensor]) -> func.FuncOp:
-    types = [tensor_type(t.shape, t.dtype) for t in args]
+    types = [tensor_type(t.shape, storage_dtype(t.dtype)) for t in args]
     fn = func.FuncOp(name, ir.FunctionType.get(types, types[len(args) - len(outputs):]))
     fn.attributes["mlc.prim_func"] = ir.UnitAttr.get()
     fn.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get({

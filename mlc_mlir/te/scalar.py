@@ -2,13 +2,16 @@
 
 Each node becomes ``arith`` / ``math`` ops on the element types; an axis becomes
 ``linalg.index`` (plus its lower bound) cast to ``i32``; a tensor read is the block
-argument of its operand. Shared sub-expressions are emitted once.
+argument of its operand, or for an extract read (see :mod:`.plan`) a ``tensor.extract``
+of the captured tensor at its indices, each cast to ``index`` and clamped to
+``[0, dim - 1]`` (``arith.maxsi`` / ``arith.minsi``). A read of a bool tensor (one byte
+per element) becomes ``i1`` by ``arith.cmpi ne 0``. Shared sub-expressions are emitted once.
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, linalg, math
+from mlir.dialects import arith, linalg, math, tensor
 
 from ..tensor_types import BOOL, element_type, int_range, is_float
 from .expr import BinaryOp, Call, Cast, Compare, Const, Expr, IterVar, Select, TensorRead, Var, walk
@@ -110,11 +113,16 @@ class ScalarEmitter:
         reads: id of each :class:`TensorRead` node -> the block argument holding its element.
         positions: id of each axis -> its loop dimension.
         symbols: name of each symbolic size used in the body -> its ``index`` value.
+        extracts: id of each extract read -> (the tensor value it reads, the ``index``
+            value of each of its dimensions, None for an index that needs no clamp), all
+            defined outside the body.
     """
 
     def __init__(self, reads: dict[int, ir.Value], positions: dict[int, int],
-                 symbols: dict[str, ir.Value]):
+                 symbols: dict[str, ir.Value],
+                 extracts: dict[int, tuple[ir.Value, list[ir.Value | None]]] | None = None):
         self._reads, self._positions, self._symbols = reads, positions, symbols
+        self._extracts = extracts or {}
         self._values: dict[int, ir.Value] = {}
         self._constants: dict[tuple, ir.Value] = {}
 
@@ -128,7 +136,10 @@ class ScalarEmitter:
     def _node(self, e: Expr) -> ir.Value:
         get = lambda x: self._values[id(x)]  # noqa: E731
         if isinstance(e, TensorRead):
-            return self._reads[id(e)]
+            value = self._extract(e) if id(e) in self._extracts else self._reads[id(e)]
+            if e.dtype == BOOL:
+                return arith.cmpi(arith.CmpIPredicate.ne, value, arith.constant(value.type, 0))
+            return value
         if isinstance(e, Const):
             key = (e.value, e.dtype)
             if key not in self._constants:
@@ -151,6 +162,22 @@ class ScalarEmitter:
             return arith.select(get(e.cond), get(e.true_value), get(e.false_value))
         assert isinstance(e, Call), f"unexpected node {type(e).__name__} in a compute body"
         return self._call(e.fn, get(e.arg), e.dtype)
+
+    def _extract(self, e: TensorRead) -> ir.Value:
+        """``tensor.extract`` of the read's tensor, each index clamped to ``[0, dim - 1]``."""
+        source, dims = self._extracts[id(e)]
+        index = ir.IndexType.get()
+        indices = []
+        for ix, dim in zip(e.indices, dims):
+            if isinstance(ix, IterVar) and not ix.lo:
+                v = linalg.IndexOp(self._positions[id(ix)]).result
+            else:
+                v = arith.index_cast(index, self.emit(ix))
+            if dim is not None:
+                zero, one = arith.constant(index, 0), arith.constant(index, 1)
+                v = arith.minsi(arith.maxsi(v, zero), arith.subi(dim, one))
+            indices.append(v)
+        return tensor.extract(source, indices)
 
     @staticmethod
     def _compare(e: Compare, a: ir.Value, b: ir.Value) -> ir.Value:

@@ -7,6 +7,7 @@ from mlir import ir
 import mlc_mlir as mlc
 from mlc_mlir import te
 from mlc_mlir.errors import TEError
+from mlc_mlir.te.plan import plan_compute
 from mlc_mlir.testing import filecheck
 
 
@@ -417,16 +418,16 @@ def test_reduction_must_be_top_level():
         te.compute((4,), lambda i: te.sum(A[i, k], axis=k) * 2, name="C")
 
 
-def test_non_affine_indices_are_not_supported():
+def test_non_affine_indices_are_extract_reads():
+    # data-dependent, product and symbolic indices compile as clamped tensor.extract reads
+    # (tests/python/test_te_guarded_reads.py checks their numerics)
     A = te.placeholder((8,), name="A")
     I = te.placeholder((8,), "int32", name="I")
-    with pytest.raises(TEError, match="data-dependent indices .* not supported"):
-        te.compute((8,), lambda i: A[I[i]], name="G")
-    with pytest.raises(TEError, match="product of two axes .* not supported"):
-        te.compute((2, 2), lambda i, j: A[i * j], name="G")
     n = te.var("n")
-    with pytest.raises(TEError, match="symbolic size 'n' in an index is not supported"):
-        te.compute((n,), lambda i: A[n - 1 - i], name="G")
+    for t in (te.compute((8,), lambda i: A[I[i]], name="G"),
+              te.compute((2, 2), lambda i, j: A[i * j], name="G"),
+              te.compute((n,), lambda i: A[n - 1 - i], name="G")):
+        assert [ex.read.tensor.name for ex in plan_compute(t).extracts.values()] == ["A"]
 
 
 def test_out_of_bounds_index():
@@ -467,12 +468,13 @@ def test_symbolic_size_missing_from_arguments():
 def test_bad_expressions():
     A = te.placeholder((4,), name="A")
     I = te.placeholder((4,), "int32", name="I")
+    k = te.reduce_axis((0, 4), "k")
     with pytest.raises(TEError, match="ambiguous"):
         te.compute((4,), lambda i: I[i] / 2, name="C")
     with pytest.raises(TEError, match="no Python truth value"):
         te.compute((4,), lambda i: A[i] if A[i] > 0 else 0.0, name="C")
-    with pytest.raises(TEError, match="bool .* not supported"):
-        te.compute((4,), lambda i: A[i] > 0, name="C")
+    with pytest.raises(TEError, match="te.sum of bool values"):
+        te.compute((1,), lambda i: te.sum(A[k] > 0, axis=k), name="C")
     with pytest.raises(TEError, match="te.exp expects a float"):
         te.exp(I[0])
     with pytest.raises(TEError, match="needs axis="):
