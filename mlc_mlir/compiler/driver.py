@@ -15,8 +15,10 @@ registered through :mod:`mlc_mlir.views`) come first. The stages share one
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..context import mlc_context
@@ -28,6 +30,8 @@ from ..views import graph_view
 from .cpu_backend import CpuBackend, host_target
 from .cuda_backend import CudaBackend
 from .pipeline import Compilation, Stage, run_stages
+
+log = logging.getLogger("mlc_mlir.compiler.driver")
 
 __all__ = ["compile", "lower", "Compiled", "build_stages", "backend_for", "Backend"]
 
@@ -87,12 +91,37 @@ def _prepare(mod: Module, target: Any, opt_level: int, fastmath: str, arch: str 
     return backend, state
 
 
+@dataclass
+class StageTimes:
+    """Seconds spent in each stage of one build, in order (``MLC_LOG=info`` prints them)."""
+
+    times: list[tuple[str, float]] = field(default_factory=list)
+    _last: float = field(default_factory=time.perf_counter)
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.times.append((name, now - self._last))
+        self._last = now
+
+    def report(self) -> str:
+        total = sum(t for _, t in self.times)
+        slow = sorted(self.times, key=lambda x: -x[1])[:6]
+        return (f"build: {total:.2f} s; slowest stages: "
+                + ", ".join(f"{n} {t:.2f} s" for n, t in slow if t >= 0.005))
+
+
 def _lowered(mod: Module, backend: Backend, state: Compilation, *, graph_opt_level: int, op_map: dict | None,
-             print_after_all: bool) -> Module:
+             print_after_all: bool, times: StageTimes | None = None) -> Module:
     """A copy of ``mod`` through :func:`build_stages` (inside the shared context)."""
     work = mod.clone()
     stages = build_stages(work, backend, state, graph_opt_level=graph_opt_level, op_map=op_map)
-    return run_stages(work, stages, print_after_all=print_after_all, after_stage=backend.after_stage)
+
+    def after(stage: Stage, m: Any) -> None:
+        backend.after_stage(stage, m)
+        if times is not None:
+            times.lap(stage.name)
+
+    return run_stages(work, stages, print_after_all=print_after_all, after_stage=after)
 
 
 def lower(mod: Module, target: Any = "llvm", *, graph_opt_level: int = 2, op_map: dict | None = None,
@@ -131,10 +160,11 @@ def compile(mod: Module, target: Any = "llvm", *, opt_level: int = 3, graph_opt_
             environment functions without their callbacks.
     """
     backend, state = _prepare(mod, target, opt_level, fastmath, arch)
+    times = StageTimes()
     source = mod.script()
     with mlc_context():
         lowered = _lowered(mod, backend, state, graph_opt_level=graph_opt_level, op_map=op_map,
-                           print_after_all=print_after_all).mlir_module
+                           print_after_all=print_after_all, times=times).mlir_module
         if callable(callbacks):
             callbacks = callbacks(state)
         if state.env_calls and not callbacks:
@@ -142,4 +172,6 @@ def compile(mod: Module, target: Any = "llvm", *, opt_level: int = 3, graph_opt_
             raise BuildError(f"the graph calls environment functions {names} (call_dps_packed): build it with "
                              "mlc.graph.build, which connects them to their Python functions")
         runtime = backend.load(lowered, state, source=source, callbacks=callbacks, after_call=after_call)
+        times.lap("load (LLVM code generation)")
+    log.info("%s", times.report())
     return Compiled(runtime, state)

@@ -8,6 +8,7 @@ stage                    what
 optimization stages      :func:`..transform.optimize.optimization_stages` (graph ``opt_level``)
 ``inline-graph-calls``   primitive functions FuseTIR did not turn into tensor programs
 ``legalize``             the remaining graph ops -> ``call_tir`` (:mod:`..legalize`)
+``dedupe-kernels``       tensor programs identical up to their name become one (:mod:`..transform.dedupe`)
 ``default-schedule``     (CPU) rule-based schedules from the target (:mod:`mlc_mlir.schedule.rules`)
 ``gpu-schedule``         (cuda) default GPU schedules (:mod:`mlc_mlir.schedule.gpu_rules`)
 ``lower-graph``          graph functions -> destination-passing functions (:mod:`..transform.lower`)
@@ -28,6 +29,7 @@ from ...schedule import rules
 from ...schedule.gpu_rules import default_gpu_schedule
 from ..ir.analysis import clone_module
 from ..legalize import legalize
+from ..transform.dedupe import dedupe_kernels
 from ..transform.dps_packed import resolve_packed_calls
 from ..transform.lower import lower_graph_functions
 from ..transform.optimize import optimization_stages
@@ -96,6 +98,8 @@ def graph_stages(state: Compilation, *, opt_level: int = 2, op_map: dict | None 
         *optimization_stages(opt_level, op_map),
         ModuleStage("inline-graph-calls", inline_graph_calls),
         GraphStage("legalize", _legalize(op_map)),
+        # tensor programs identical up to their name (a repeated layer shape): scheduled and compiled once
+        GraphStage("dedupe-kernels", dedupe_kernels),
         (GraphStage("gpu-schedule", _gpu_schedule) if gpu_target is not None
          else GraphStage("default-schedule", _default_schedule(target, opt_level))),
         GraphStage("lower-graph", _lower(state, gpu_target)),
