@@ -175,6 +175,321 @@ irdl.dialect @mlc {
     irdl.operands(x: %x_t)
     irdl.results(res: %res_t)
   }
+  // ---- tensor ops -------------------------------------------------------------------
+  // comparisons (bool results) and logical ops, NumPy broadcasting; bitwise_* on bool
+  irdl.operation @equal {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @not_equal {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @less {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @less_equal {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @greater {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @greater_equal {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @logical_and {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @logical_or {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @bitwise_and {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @bitwise_or {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @logical_not {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // where(cond, x1, x2): three-way broadcast
+  irdl.operation @where {
+    %cond_t = irdl.base "!builtin.tensor"
+    %x1_t = irdl.base "!builtin.tensor"
+    %x2_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(cond: %cond_t, x1: %x1_t, x2: %x2_t)
+    irdl.results(res: %res_t)
+  }
+  // elementwise math: power/maximum/minimum broadcast; unary functions; clip {min, max = f64|i64};
+  // astype {dtype = "float32"}; full_like {fill_value, dtype?}
+  irdl.operation @power {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @maximum {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @minimum {
+    %lhs_t = irdl.base "!builtin.tensor"
+    %rhs_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs_t, rhs: %rhs_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @exp {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @log {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @sqrt {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @rsqrt {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @erf {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @negative {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @abs {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @floor {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @ceil {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @sin {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @cos {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @clip {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @astype {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @full_like {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // reductions {axis = array<i64> (absent: all), keepdims = bool}; cumsum {axis?, dtype?}
+  irdl.operation @sum {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @mean {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @max {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @min {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @prod {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @any {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @all {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @cumsum {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // layout: broadcast_to (target shape = result type), expand_dims/squeeze {axis},
+  // strided_slice {axes, begin, end, strides}, tril/triu {k}; take(x, indices) {axis?}
+  irdl.operation @broadcast_to {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @expand_dims {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @squeeze {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @strided_slice {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @tril {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @triu {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @take {
+    %x_t = irdl.base "!builtin.tensor"
+    %indices_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t, indices: %indices_t)
+    irdl.results(res: %res_t)
+  }
+  // concat(tensors...) {axis = i64}: up to 16 tensors (one optional slot each, as the
+  // calls; `operandSegmentSizes` written by the builder), joined along a static axis.
+  irdl.operation @concat {
+    %a0 = irdl.base "!builtin.tensor"
+    %a1 = irdl.base "!builtin.tensor"
+    %a2 = irdl.base "!builtin.tensor"
+    %a3 = irdl.base "!builtin.tensor"
+    %a4 = irdl.base "!builtin.tensor"
+    %a5 = irdl.base "!builtin.tensor"
+    %a6 = irdl.base "!builtin.tensor"
+    %a7 = irdl.base "!builtin.tensor"
+    %a8 = irdl.base "!builtin.tensor"
+    %a9 = irdl.base "!builtin.tensor"
+    %a10 = irdl.base "!builtin.tensor"
+    %a11 = irdl.base "!builtin.tensor"
+    %a12 = irdl.base "!builtin.tensor"
+    %a13 = irdl.base "!builtin.tensor"
+    %a14 = irdl.base "!builtin.tensor"
+    %a15 = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(
+        a0: optional %a0, a1: optional %a1, a2: optional %a2, a3: optional %a3,
+        a4: optional %a4, a5: optional %a5, a6: optional %a6, a7: optional %a7,
+        a8: optional %a8, a9: optional %a9, a10: optional %a10, a11: optional %a11,
+        a12: optional %a12, a13: optional %a13, a14: optional %a14, a15: optional %a15)
+    irdl.results(res: %res_t)
+  }
   // ---- values -----------------------------------------------------------------------
   // constant {value = dense<...> | dense_resource<...>}: a bound parameter or literal.
   irdl.operation @constant {

@@ -13,11 +13,23 @@ tensor, so it composes with ``te.compute`` and with ``bb.emit_te`` / ``bb.call_t
 
 These are the functions ``LegalizeOps`` uses for the graph ops (``mlc.graph.legalize``).
 Elementwise and layout operators live here, neural-network ones in :mod:`mlc_mlir.topi.nn`.
+Modules: :mod:`.elementwise` (broadcasting arithmetic, comparisons, logical ops, ``where``,
+unary math, ``clip``, ``cast``, fills), :mod:`.transform` (layout), :mod:`.nn`.
 """
 
 from . import nn
-from .elementwise import (add, divide, ewise_fma, exp, multiply, sigmoid, sqrt, subtract, tanh)
+from .elementwise import (abs, add, bitwise_and, bitwise_or, cast, ceil, clip, cos, divide, equal, erf,
+                          ewise_fma, exp, floor, full_like, greater, greater_equal, less, less_equal, log,
+                          logical_and, logical_not, logical_or, maximum, minimum, multiply, negative,
+                          not_equal, ones_like, power, rsqrt, sigmoid, sin, sqrt, subtract, tanh, where,
+                          zeros_like)
 from .transform import flatten, permute_dims, reshape, transpose
 
 __all__ = ["nn", "add", "subtract", "multiply", "divide", "ewise_fma", "exp", "sqrt", "tanh",
-           "sigmoid", "transpose", "permute_dims", "reshape", "flatten"]
+           "sigmoid", "transpose", "permute_dims", "reshape", "flatten",
+           # comparisons and masks
+           "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+           "logical_or", "logical_not", "bitwise_and", "bitwise_or", "where",
+           # elementwise math, casts, fills
+           "power", "maximum", "minimum", "log", "rsqrt", "erf", "negative", "abs", "floor", "ceil",
+           "sin", "cos", "clip", "cast", "full_like", "zeros_like", "ones_like"]

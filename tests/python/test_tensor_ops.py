@@ -1,0 +1,158 @@
+"""Tensor graph ops (relax.op: comparisons, masks, elementwise math, casts, fills, reductions,
+layout, take) built with mlc.graph.build (default schedule rules) against NumPy, and their
+GraphErrors."""
+
+import math
+
+import numpy as np
+import pytest
+
+import mlc_mlir as mlc
+from mlc_mlir import graph as relax
+from mlc_mlir import te, topi
+
+R = relax.op
+rng = np.random.default_rng(7)
+
+
+def run(fn, *arrays, shapes=None, opt_level=2):
+    """Build ``fn(*vars)`` as a graph function (``shapes`` may name symbolic dims) and run it."""
+    shapes = shapes or [a.shape for a in arrays]
+    params = [relax.Var(f"a{i}", s, str(a.dtype)) for i, (a, s) in enumerate(zip(arrays, shapes))]
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            gv = bb.emit_output(fn(*params))
+        bb.emit_func_output(gv)
+    ex = relax.build(bb.get(), "llvm", opt_level=opt_level)
+    return relax.VirtualMachine(ex, mlc.cpu())["main"](*arrays).numpy()
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+erf_ref = np.vectorize(math.erf, otypes=[np.float64])
+
+
+# -- comparisons, masks, elementwise ---------------------------------------------------------
+
+@pytest.mark.parametrize("name, ref", [
+    ("equal", np.equal), ("not_equal", np.not_equal), ("less", np.less), ("less_equal", np.less_equal),
+    ("greater", np.greater), ("greater_equal", np.greater_equal)])
+def test_comparisons_broadcast_to_bool(name, ref):
+    x = np.round(f32(3, 4))        # rounded, so that some elements are equal
+    y = np.round(f32(4))
+    out = run(getattr(R, name), x, y)
+    assert out.dtype == np.bool_
+    np.testing.assert_array_equal(out, ref(x, y))
+    xi, yi = rng.integers(-2, 3, (2, 1, 5)).astype(np.int32), rng.integers(-2, 3, (3, 1)).astype(np.int32)
+    np.testing.assert_array_equal(run(getattr(R, name), xi, yi), ref(xi, yi))
+
+
+def test_logical_bitwise_and_where():
+    a, b = f32(3, 4) > 0, f32(4) > 0
+    np.testing.assert_array_equal(run(R.logical_and, a, b), a & b)
+    np.testing.assert_array_equal(run(R.logical_or, a, b), a | b)
+    np.testing.assert_array_equal(run(R.bitwise_and, a, b), a & b)
+    np.testing.assert_array_equal(run(R.bitwise_or, a, b), a | b)
+    np.testing.assert_array_equal(run(R.logical_not, a), ~a)
+    x, y = f32(2, 1, 4), f32(3, 1)
+    c = f32(3, 4) > 0
+    np.testing.assert_array_equal(run(R.where, c, x, y), np.where(c, x, y))
+    # a mask from a comparison, a scalar branch (masked_fill)
+    np.testing.assert_array_equal(run(lambda v: R.where(R.less(v, 0.0), v, 0.0), x), np.where(x < 0, x, 0))
+
+
+@pytest.mark.parametrize("name, ref, positive", [
+    ("exp", np.exp, False), ("log", np.log, True), ("sqrt", np.sqrt, True),
+    ("rsqrt", lambda v: 1 / np.sqrt(v), True), ("erf", erf_ref, False), ("negative", np.negative, False),
+    ("abs", np.abs, False), ("floor", np.floor, False), ("ceil", np.ceil, False), ("sin", np.sin, False),
+    ("cos", np.cos, False)])
+def test_unary_math(name, ref, positive):
+    x = f32(3, 5) * 3
+    if positive:
+        x = np.abs(x) + 0.1
+    np.testing.assert_allclose(run(getattr(R, name), x), ref(x), rtol=1e-5, atol=1e-6)
+
+
+def test_binary_math_clip_astype_and_fills():
+    x, y = f32(3, 4), f32(4)
+    p = np.abs(x) + 0.1
+    np.testing.assert_allclose(run(R.power, p, y), p ** y, rtol=1e-5)
+    np.testing.assert_allclose(run(lambda v: R.power(v, 2.0), x), x ** 2, rtol=1e-6)
+    np.testing.assert_array_equal(run(R.maximum, x, y), np.maximum(x, y))
+    np.testing.assert_array_equal(run(R.minimum, x, y), np.minimum(x, y))
+    xi = rng.integers(-9, 9, (3, 4)).astype(np.int64)
+    np.testing.assert_array_equal(run(R.negative, xi), -xi)
+    np.testing.assert_array_equal(run(R.abs, xi), np.abs(xi))
+    np.testing.assert_array_equal(run(R.maximum, xi, xi.T[:1].T), np.maximum(xi, xi[:, :1]))
+    np.testing.assert_array_equal(run(lambda v: R.clip(R.multiply(v, 4.0), 0, 6), x), np.clip(x * 4, 0, 6))   # relu6
+    np.testing.assert_array_equal(run(lambda v: R.clip(v, max=0.5), x), np.minimum(x, 0.5))
+    np.testing.assert_array_equal(run(lambda v: R.clip(v, -1.5, 2.5), xi), np.clip(xi, -1, 2))
+    np.testing.assert_array_equal(run(lambda v: R.astype(v, "int32"), x * 5), (x * 5).astype(np.int32))
+    np.testing.assert_array_equal(run(lambda v: R.astype(v, "float32"), xi), xi.astype(np.float32))
+    np.testing.assert_array_equal(run(lambda v: R.astype(v, "bool"), xi), xi.astype(bool))
+    np.testing.assert_array_equal(run(lambda v: R.astype(v, "float32"), x > 0), (x > 0).astype(np.float32))
+    np.testing.assert_array_equal(run(lambda v: R.full_like(v, 2.5), x), np.full_like(x, 2.5))
+    np.testing.assert_array_equal(run(lambda v: R.ones_like(v, "int32"), x), np.ones((3, 4), np.int32))
+    np.testing.assert_array_equal(run(lambda v: R.zeros_like(v, "bool"), x), np.zeros((3, 4), bool))
+
+
+def test_elementwise_with_a_symbolic_batch():
+    x, y = f32(5, 4), f32(4)
+    out = run(lambda a, b: R.where(R.greater(a, b), R.exp(a), R.clip(b, -0.5, 0.5)), x, y, shapes=[("n", 4), (4,)])
+    np.testing.assert_allclose(out, np.where(x > y, np.exp(x), np.clip(y, -0.5, 0.5)), rtol=1e-6)
+    out = run(lambda a: R.astype(R.less(a, R.zeros_like(a)), "int8"), x, shapes=[("n", 4)])
+    np.testing.assert_array_equal(out, (x < 0).astype(np.int8))
+
+
+def test_elementwise_opt_level_0_and_legalized_names():
+    x, y = f32(2, 3), f32(2, 3)
+    np.testing.assert_allclose(run(lambda a, b: R.sqrt(R.abs(R.minimum(a, b))), x, y, opt_level=0),
+                               np.sqrt(np.abs(np.minimum(x, y))), rtol=1e-6)
+    v = relax.Var("x", (2, 3))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [v]):
+        with bb.dataflow():
+            gv = bb.emit_output(R.where(R.less(v, 0.0), R.negative(v), R.erf(v)))
+        bb.emit_func_output(gv)
+    assert {"less", "negative", "erf", "where"} <= set(relax.transform.LegalizeOps()(bb.get()).functions)
+
+
+def test_elementwise_errors():
+    x, xi, b = relax.Var("x", (2, 3)), relax.Var("i", (2, 3), "int32"), relax.Var("b", (2, 3), "bool")
+    with pytest.raises(mlc.GraphError, match="less: arguments have different dtypes"):
+        R.less(x, xi)
+    with pytest.raises(mlc.GraphError, match=r"equal of .* do not broadcast"):
+        R.equal(x, relax.Var("y", (4,)))
+    with pytest.raises(mlc.GraphError, match="logical_and: needs bool"):
+        R.logical_and(x, x)
+    with pytest.raises(mlc.GraphError, match="bitwise_or: only bool tensors"):
+        R.bitwise_or(xi, xi)
+    with pytest.raises(mlc.GraphError, match="where: the condition must be bool"):
+        R.where(x, x, x)
+    with pytest.raises(mlc.GraphError, match=r"where of .* do not broadcast"):
+        R.where(b, x, relax.Var("z", (3, 2)))
+    with pytest.raises(mlc.GraphError, match="power: needs a float dtype"):
+        R.power(xi, xi)
+    with pytest.raises(mlc.GraphError, match="sqrt: needs a float dtype"):
+        R.sqrt(xi)
+    with pytest.raises(mlc.GraphError, match="negative: needs an int or float dtype"):
+        R.negative(b)
+    with pytest.raises(mlc.GraphError, match="clip: min 3 is greater than max 1"):
+        R.clip(x, 3, 1)
+    with pytest.raises(mlc.GraphError, match="clip: max must be a Python number"):
+        R.clip(x, 0, "6")
+    with pytest.raises(mlc.GraphError, match="unknown astype dtype 'float8'"):
+        R.astype(x, "float8")
+    with pytest.raises(mlc.GraphError, match="fill_value 0.5 is not an integer"):
+        R.full_like(x, 0.5, "int32")
+
+
+def test_topi_elementwise_errors():
+    a = te.placeholder((2, 3), name="a")
+    with pytest.raises(mlc.TEError, match="condition must be bool"):
+        topi.where(a, a, a)
+    with pytest.raises(mlc.TEError, match="bool tensor cannot be clipped"):
+        topi.clip(te.placeholder((2,), "bool", name="m"), 0, 1)
