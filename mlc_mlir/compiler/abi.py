@@ -15,18 +15,34 @@ becomes
     }
 
 so that one-shot bufferization writes results straight into the caller's arrays.
+
+Bool tensors are one byte per element in buffers (NumPy's bool layout). te's programs
+type them ``tensor<...xi8>`` with the ``mlc.bool`` argument attribute; graph functions
+(whose bool values are ``tensor<...xi1>``) and te programs imported into a graph (whose
+boundary has the graph's types, ``unrealized_conversion_cast`` to the bytes inside, see
+:data:`BOOL_BOUNDARY_ATTR`) are retyped first by :func:`store_bools_as_bytes`. A bool
+argument (``i8`` with ``mlc.bool``) is recorded with the element type ``i1``, whose NumPy
+dtype is ``bool``: callers pass bool arrays, byte for byte.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import bufferization, func
 
+from ..context import diagnostics_text
 from ..irutil import sym_name, symbol_ops
 from ..errors import BuildError
 from ..runtime.signature import ArgSpec, FuncSignature
+from ..te.lower import BOOL_ATTR
 
-__all__ = ["to_memref_abi", "public_functions"]
+__all__ = ["to_memref_abi", "public_functions", "store_bools_as_bytes", "BOOL_BOUNDARY_ATTR"]
+
+BOOL_BOUNDARY_ATTR = "mlc.bool_boundary"
+"""Function attribute: the function's ``tensor<...xi1>`` values are bools to store as bytes
+(:func:`store_bools_as_bytes`); lowered graph functions (``mlc.lowered_graph``) are too."""
+_RETYPED_ATTRS = (BOOL_BOUNDARY_ATTR, "mlc.lowered_graph")
 
 
 def public_functions(module: ir.Module) -> list[ir.Operation]:
@@ -48,6 +64,13 @@ def _symbols(op: ir.Operation, index: int, rank: int) -> tuple[str | None, ...]:
         return (None,) * rank
     dims = ir.ArrayAttr(attrs["mlc.shape"])
     return tuple(ir.StringAttr(d).value if isinstance(d, ir.StringAttr) else None for d in dims)
+
+
+def _is_bool(op: ir.Operation, index: int, elem: str) -> bool:
+    """Whether argument ``index`` holds bools stored as bytes (``i8`` with ``mlc.bool``)."""
+    if elem != "i8" or "arg_attrs" not in op.attributes:
+        return False
+    return BOOL_ATTR in ir.DictAttr(ir.ArrayAttr(op.attributes["arg_attrs"])[index])
 
 
 def _arg_name(op: ir.Operation, index: int) -> str:
@@ -107,6 +130,8 @@ def signature_of(op: ir.Operation, n_outputs: int | None) -> FuncSignature:
             raise BuildError(f"function @{name}: argument {i} has type {t}; compiled functions take "
                              "ranked tensors or memrefs only")
         elem, shape = _shaped(t)
+        if _is_bool(op, i, elem):
+            elem = "i1"
         strides, offset = _layout(name, i, t, shape)
         written = _may_write(block.arguments[i]) if n_outputs is None else i >= n - n_outputs
         args.append(ArgSpec(_arg_name(op, i), elem, shape, _symbols(op, i, len(shape)), written, strides, offset))
@@ -144,6 +169,7 @@ def to_memref_abi(module: ir.Module) -> dict[str, FuncSignature]:
         BuildError: a tensor function that is not destination-passing (its results are
             not the types of its last arguments) or has several blocks.
     """
+    store_bools_as_bytes(module)
     sigs: dict[str, FuncSignature] = {}
     for op in public_functions(module):
         name = sym_name(op)
@@ -199,3 +225,126 @@ def _rewrite(op: ir.Operation, inputs: list[ir.Type], results: list[ir.Type]) ->
     ret.erase()
     new_type = ir.FunctionType.get([m.type for m in memrefs], [])
     op.attributes["function_type"] = ir.TypeAttr.get(new_type)
+
+
+# -- bools as bytes ----------------------------------------------------------------------------
+
+def _byte_type(t: ir.Type) -> ir.Type | None:
+    """``t`` with ``i8`` elements when it is a ranked tensor or memref of ``i1``, else None."""
+    if not isinstance(t, (ir.RankedTensorType, ir.MemRefType)):
+        return None
+    elem = ir.ShapedType(t).element_type
+    if not (isinstance(elem, ir.IntegerType) and ir.IntegerType(elem).width == 1):
+        return None
+    i8 = ir.IntegerType.get_signless(8)
+    if isinstance(t, ir.RankedTensorType):
+        rt = ir.RankedTensorType(t)
+        return ir.RankedTensorType.get(rt.shape, i8, rt.encoding)
+    mt = ir.MemRefType(t)
+    return ir.MemRefType.get(mt.shape, i8, mt.layout, mt.memory_space)
+
+
+def store_bools_as_bytes(module: ir.Module) -> None:
+    """Retype the ``i1`` tensors and memrefs of graph functions to ``i8`` (one byte per bool).
+
+    Applies to functions marked ``mlc.lowered_graph`` or :data:`BOOL_BOUNDARY_ATTR` and to
+    the environment-function declarations they call: every value of such a type, the
+    function types, and ``dense`` constants of bools; casts between bools and their bytes
+    (``unrealized_conversion_cast``, ``arith.extui`` / ``trunci`` on whole tensors) become
+    no-ops and are removed. A retyped argument gets the ``mlc.bool`` attribute (its dtype
+    stays bool). Other functions are left alone: an ``i1`` buffer there is rejected by the
+    build's input check. Call inside the module's context.
+
+    Raises:
+        BuildError: the retyped module does not verify (an op that reads the ``i1``
+            elements themselves, which only a hand-written function has).
+    """
+    funcs = [op for op in symbol_ops(module, defined=True).values()
+             if any(a in op.attributes for a in _RETYPED_ATTRS)]
+    if not funcs:
+        return
+    changed = False
+    for fop in funcs:
+        changed |= _retype_function(fop)
+    for decl in symbol_ops(module, defined=False).values():
+        if "mlc.env_func" in decl.attributes:
+            changed |= _retype_signature(decl, None)
+    if not changed:
+        return
+    try:
+        module.operation.verify()
+    except ir.MLIRError as exc:
+        raise BuildError("storing the bools of graph functions as bytes (i1 -> i8) gave IR that does "
+                         f"not verify:\n{diagnostics_text(exc)}") from None
+
+
+def _retype_function(fop: ir.Operation) -> bool:
+    changed = False
+    ops: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        ops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    fop.walk(visit)
+    for op in ops:
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.arguments:
+                    new = _byte_type(arg.type)
+                    if new is not None:
+                        arg.set_type(new)
+                        changed = True
+        for res in op.results:
+            new = _byte_type(res.type)
+            if new is not None:
+                res.set_type(new)
+                changed = True
+                if op.name == "arith.constant":
+                    op.attributes["value"] = _byte_constant(op.attributes["value"], new)
+    for op in ops:
+        if (op.name in ("builtin.unrealized_conversion_cast", "arith.extui", "arith.trunci")
+                and len(op.operands) == 1 and len(op.results) == 1
+                and isinstance(op.results[0].type, ir.ShapedType)
+                and op.operands[0].type == op.results[0].type):
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
+    block = fop.regions[0].blocks[0]
+    ret = block.operations[len(block.operations) - 1]
+    return _retype_signature(fop, [v.type for v in ret.operands]) or changed
+
+
+def _retype_signature(fop: ir.Operation, results: list[ir.Type] | None) -> bool:
+    """Retype ``fop``'s function type (``results``: the new result types, None to convert
+    them) and mark each retyped argument ``mlc.bool``; whether anything changed."""
+    ftype = ir.FunctionType(ir.TypeAttr(fop.attributes["function_type"]).value)
+    marked = [_byte_type(t) is not None for t in ftype.inputs]
+    inputs = [_byte_type(t) or t for t in ftype.inputs]
+    if results is None:
+        results = [_byte_type(t) or t for t in ftype.results]
+    new = ir.FunctionType.get(inputs, results)
+    if new == ftype:
+        return False
+    fop.attributes["function_type"] = ir.TypeAttr.get(new)
+    if any(marked):
+        old = (list(ir.ArrayAttr(fop.attributes["arg_attrs"])) if "arg_attrs" in fop.attributes
+               else [ir.DictAttr.get({})] * len(inputs))
+        attrs = []
+        for k, a in enumerate(old):
+            a = ir.DictAttr(a)
+            d = {a[i].name: a[i].attr for i in range(len(a))}
+            if marked[k]:
+                d[BOOL_ATTR] = ir.UnitAttr.get()
+            attrs.append(ir.DictAttr.get(d))
+        fop.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+    return True
+
+
+def _byte_constant(attr: ir.Attribute, t: ir.Type) -> ir.Attribute:
+    """The ``dense`` bool constant ``attr`` as bytes of type ``t``."""
+    dense = ir.DenseElementsAttr(attr)
+    if dense.is_splat:
+        value = ir.BoolAttr(dense.get_splat_value()).value
+        return ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(ir.IntegerType.get_signless(8), int(value)))
+    data = np.array(dense).astype(np.int8).reshape(ir.ShapedType(t).shape)
+    return ir.DenseElementsAttr.get(data, type=t)

@@ -16,14 +16,18 @@ from mlir.dialects import func, tensor
 from ..context import diagnostics_text, mlc_context
 from ..errors import TEError
 from ..ir import Module
-from ..tensor_types import element_type, shape_attr, tensor_type
+from ..tensor_types import BOOL, element_type, shape_attr, tensor_type
 from .dtypes import storage_dtype
 from .generic import Sizes, emit_compute
 from .plan import ComputePlan, plan_compute
 from .expr import Var
 from .tensor import Tensor, shape_names
 
-__all__ = ["create_prim_func"]
+__all__ = ["create_prim_func", "BOOL_ATTR"]
+
+BOOL_ATTR = "mlc.bool"
+"""Argument attribute of a ``tensor<...xi8>`` argument holding bools (one byte each): the
+build records its dtype as ``bool``, so callers pass NumPy bool arrays."""
 
 
 def create_prim_func(args: Sequence[Tensor], name: str = "main") -> Module:
@@ -167,5 +171,6 @@ def _declare(name: str, args: list[Tensor], outputs: list[Tensor]) -> func.FuncO
     fn.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get({
         "mlc.name": ir.StringAttr.get(t.name),
         "mlc.shape": shape_attr(shape_names(t.shape)),
+        **({BOOL_ATTR: ir.UnitAttr.get()} if t.dtype == BOOL else {}),
     }) for t in args])
     return fn

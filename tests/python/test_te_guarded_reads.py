@@ -6,6 +6,7 @@ NumPy through ``mlc.build`` (default schedule rules) and the errors that remain.
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -234,3 +235,48 @@ def test_gather_of_a_computed_tensor(rng):
     out = np.empty(3, np.float32)
     build(A, I, G)(a, idx, out)
     np.testing.assert_array_equal(out, a[idx] * 2)
+
+
+# -- default schedule rules and graphs ---------------------------------------------------------
+
+def test_default_schedule_rules_build_extract_reads(rng):
+    # the rules may skip a program they cannot vectorize (a warning), never crash
+    from mlc_mlir.schedule.rules import default_schedule
+    X = te.placeholder((2, 8, 6, 6), name="X")
+    W = te.placeholder((4, 8, 3, 3), name="W")
+    P = pad(X, (0, 0, 1, 1))
+    rc, ry, rx = te.reduce_axis((0, 8), "rc"), te.reduce_axis((0, 3), "ry"), te.reduce_axis((0, 3), "rx")
+    Y = te.compute((2, 4, 6, 6), lambda b, o, y, x: te.sum(P[b, rc, y + ry, x + rx] * W[o, rc, ry, rx],
+                                                           axis=[rc, ry, rx]), name="conv")
+    mod = te.create_prim_func([X, W, Y], name="f")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        f = mlc.build(default_schedule(mod, "llvm"), "llvm")["f"]
+    x = rng.standard_normal((2, 8, 6, 6), dtype=np.float32)
+    w = rng.standard_normal((4, 8, 3, 3), dtype=np.float32)
+    out = np.empty((2, 4, 6, 6), np.float32)
+    f(x, w, out)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = sum(np.einsum("bchw,oc->bohw", xp[:, :, dy:dy + 6, dx:dx + 6], w[:, :, dy, dx])
+              for dy in range(3) for dx in range(3))
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.filterwarnings("ignore:default schedule rules skipped")
+def test_graph_embedding_then_padded_rows(rng):
+    from mlc_mlir.graph import BlockBuilder, Var
+
+    def embed(w, idx):
+        return te.compute((idx.shape[0], w.shape[1]), lambda i, j: w[idx[i], j], name="embed")
+
+    w, idx = Var("w", (10, 4), "float32"), Var("idx", ("n",), "int64")
+    bb = BlockBuilder()
+    with bb.function("main", [w, idx]):
+        with bb.dataflow():
+            lv0 = bb.emit_te(embed, w, idx)
+            gv = bb.emit_output(bb.emit_te(pad, lv0, (0, 1), (0, 2), pad_value=-1.0))
+        bb.emit_func_output(gv)
+    vm = mlc.graph.VirtualMachine(mlc.graph.build(bb.get(), "llvm"))
+    wt = rng.standard_normal((10, 4), dtype=np.float32)
+    ids = np.array([3, 9, 0], np.int64)
+    np.testing.assert_array_equal(vm["main"](wt, ids).numpy(), np.pad(wt[ids], ((0, 0), (1, 2)), constant_values=-1.0))
