@@ -14,7 +14,8 @@ tensor, so it composes with ``te.compute`` and with ``bb.emit_te`` / ``bb.call_t
 These are the functions ``LegalizeOps`` uses for the graph ops (``mlc.graph.legalize``).
 Elementwise and layout operators live here, neural-network ones in :mod:`mlc_mlir.topi.nn`.
 Modules: :mod:`.elementwise` (broadcasting arithmetic, comparisons, logical ops, ``where``,
-unary math, ``clip``, ``cast``, fills), :mod:`.transform` (layout), :mod:`.nn`.
+unary math, ``clip``, ``cast``, fills), :mod:`.reduction` (``sum``... over axes, ``cumsum``),
+:mod:`.transform` (layout), :mod:`.nn`.
 """
 
 from . import nn
@@ -23,6 +24,7 @@ from .elementwise import (abs, add, bitwise_and, bitwise_or, cast, ceil, clip, c
                           logical_and, logical_not, logical_or, maximum, minimum, multiply, negative,
                           not_equal, ones_like, power, rsqrt, sigmoid, sin, sqrt, subtract, tanh, where,
                           zeros_like)
+from .reduction import all, any, cumsum, max, mean, min, prod, sum
 from .transform import flatten, permute_dims, reshape, transpose
 
 __all__ = ["nn", "add", "subtract", "multiply", "divide", "ewise_fma", "exp", "sqrt", "tanh",
@@ -32,4 +34,6 @@ __all__ = ["nn", "add", "subtract", "multiply", "divide", "ewise_fma", "exp", "s
            "logical_or", "logical_not", "bitwise_and", "bitwise_or", "where",
            # elementwise math, casts, fills
            "power", "maximum", "minimum", "log", "rsqrt", "erf", "negative", "abs", "floor", "ceil",
-           "sin", "cos", "clip", "cast", "full_like", "zeros_like", "ones_like"]
+           "sin", "cos", "clip", "cast", "full_like", "zeros_like", "ones_like",
+           # reductions
+           "sum", "mean", "max", "min", "prod", "any", "all", "cumsum"]

@@ -156,3 +156,77 @@ def test_topi_elementwise_errors():
         topi.where(a, a, a)
     with pytest.raises(mlc.TEError, match="bool tensor cannot be clipped"):
         topi.clip(te.placeholder((2,), "bool", name="m"), 0, 1)
+
+
+# -- reductions ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, True), ((0, 2), False), (-1, False)])
+def test_reductions_match_numpy(name, axis, keepdims):
+    x = f32(3, 4, 5)
+    if name == "prod" and axis is None:
+        x = x[:2, :2, :3]          # an unrolled product: at most 64 elements
+    out = run(lambda a: getattr(R, name)(a, axis, keepdims), x)
+    want = getattr(np, name)(x, axis=axis, keepdims=keepdims)
+    assert out.shape == want.shape
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_int_bool_and_symbolic_reductions():
+    xi = rng.integers(-5, 5, (3, 4)).astype(np.int32)
+    np.testing.assert_array_equal(run(lambda a: R.sum(a, 1), xi), xi.sum(1, dtype=np.int32))
+    np.testing.assert_array_equal(run(R.max, xi), xi.max())
+    np.testing.assert_array_equal(run(lambda a: R.prod(a, 0), xi), xi.prod(0, dtype=np.int32))
+    b = f32(3, 4, 5) > 0.5
+    np.testing.assert_array_equal(run(lambda a: R.any(a, 1), b), b.any(1))
+    np.testing.assert_array_equal(run(lambda a: R.all(a, (0, 2), True), b), b.all((0, 2), keepdims=True))
+    np.testing.assert_array_equal(run(R.any, b), b.any())
+    x = f32(6, 4, 5)
+    sym = [("n", 4, 5)]
+    np.testing.assert_allclose(run(lambda a: R.mean(a, 1), x, shapes=sym), x.mean(1), rtol=1e-5)
+    np.testing.assert_allclose(run(lambda a: R.sum(a, 0), x, shapes=sym), x.sum(0), rtol=1e-5)
+    np.testing.assert_allclose(run(lambda a: R.mean(a, (0, 1), True), x, shapes=sym), x.mean((0, 1), keepdims=True),
+                               rtol=1e-5)
+    np.testing.assert_allclose(run(lambda a: R.max(a, -1), x, shapes=sym), x.max(-1))
+
+
+def test_cumsum():
+    x = f32(3, 4, 5)
+    np.testing.assert_allclose(run(lambda a: R.cumsum(a, 1), x), np.cumsum(x, 1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(run(R.cumsum, x), np.cumsum(x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run(lambda a: R.cumsum(a, 0), x, shapes=[("n", 4, 5)]), np.cumsum(x, 0),
+                               rtol=1e-5, atol=1e-5)
+    xi = rng.integers(-5, 5, (3, 4)).astype(np.int32)
+    out = run(lambda a: R.cumsum(a, 0, "int64"), xi)
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, np.cumsum(xi, 0))
+    b = xi > 0
+    np.testing.assert_array_equal(run(lambda a: R.cumsum(a, -1), b), np.cumsum(b, -1))
+
+
+def test_reduction_errors():
+    x = relax.Var("x", (2, 3, 4))
+    with pytest.raises(mlc.GraphError, match=r"sum: axis 3 is out of range for shape \(2, 3, 4\)"):
+        R.sum(x, 3)
+    with pytest.raises(mlc.GraphError, match=r"max: axis \(1, 1\) names a dimension twice"):
+        R.max(x, (1, -2))
+    with pytest.raises(mlc.GraphError, match="mean: needs a float dtype"):
+        R.mean(relax.Var("i", (2, 3), "int32"))
+    with pytest.raises(mlc.GraphError, match="any: needs bool"):
+        R.any(x)
+    with pytest.raises(mlc.GraphError, match="sum: needs an int or float dtype"):
+        R.sum(relax.Var("b", (2,), "bool"))
+    with pytest.raises(mlc.GraphError, match="keepdims must be a bool"):
+        R.min(x, 0, keepdims="yes")
+    with pytest.raises(mlc.GraphError, match="axis must be an int"):
+        R.sum(x, 1.5)
+    with pytest.raises(mlc.GraphError, match="at most 64 static elements"):
+        R.prod(relax.Var("y", ("n", 3)), 0)
+    with pytest.raises(mlc.GraphError, match="cumsum: axis must be one int"):
+        R.cumsum(x, (0, 1))
+    with pytest.raises(mlc.GraphError, match="flattens, which needs a static shape"):
+        R.cumsum(relax.Var("y", ("n", 3)))
+    with pytest.raises(mlc.GraphError, match=r"cumsum: axis -4 is out of range"):
+        R.cumsum(x, -4)
+    # permute_dims still works beside the graph op named max
+    assert R.permute_dims(x).shape == (4, 3, 2)

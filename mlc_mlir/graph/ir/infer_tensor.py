@@ -14,7 +14,8 @@ from typing import Any
 from ...errors import GraphError
 from ...tensor_types import BOOL, Shape, broadcast_shapes, format_shape, is_float, is_int, normalize_dtype
 
-__all__ = ["TENSOR_RULES", "COMPARISONS", "FLOAT_UNARY"]
+__all__ = ["TENSOR_RULES", "COMPARISONS", "FLOAT_UNARY", "REDUCTIONS", "MAX_PROD_ELEMENTS", "fmt_args",
+           "arity", "common_dtype", "broadcast_all", "reduce_axes"]
 
 ArgInfo = tuple[Shape, str]
 Rule = Callable[[str, Sequence[ArgInfo], dict[str, Any]], tuple[Shape, str]]
@@ -127,6 +128,67 @@ def _full_like(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple
     return args[0][0], dtype
 
 
+# -- reductions ---------------------------------------------------------------------------------
+
+def reduce_axes(op: str, shape: Shape, axis: Any) -> tuple[int, ...]:
+    """The sorted axes ``axis`` names in ``shape`` (None: all); negative ones count from the end."""
+    if axis is None:
+        return tuple(range(len(shape)))
+    items = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    for a in items:
+        if not isinstance(a, int) or not -len(shape) <= a < len(shape):
+            raise GraphError(f"{op}: axis {a!r} is out of range for shape {format_shape(shape)}")
+        out.append(a % len(shape))
+    if len(set(out)) != len(out):
+        raise GraphError(f"{op}: axis {tuple(items)} names a dimension twice")
+    return tuple(sorted(out))
+
+
+#: reduction -> the dtype kind it accepts
+REDUCTIONS = {"sum": "numeric", "mean": "float", "max": "numeric", "min": "numeric", "prod": "numeric",
+              "any": "bool", "all": "bool"}
+#: most elements one ``prod`` multiplies (it is unrolled: te has no product reduction)
+MAX_PROD_ELEMENTS = 64
+
+
+def _reduce(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    arity(op, args, 1)
+    shape, dtype = args[0]
+    common_dtype(op, args, REDUCTIONS[op])
+    axes = reduce_axes(op, shape, attrs.get("axis"))
+    if op == "prod":
+        dims = [shape[a] for a in axes]
+        n = 1
+        for d in dims:
+            n = n * d if isinstance(d, int) else None
+            if n is None:
+                break
+        if n is None or n > MAX_PROD_ELEMENTS:
+            raise GraphError(f"prod: over axes {axes} of {format_shape(shape)}: at most "
+                             f"{MAX_PROD_ELEMENTS} static elements per product are supported")
+    if attrs.get("keepdims"):
+        return tuple(1 if a in axes else d for a, d in enumerate(shape)), dtype
+    return tuple(d for a, d in enumerate(shape) if a not in axes), dtype
+
+
+def _cumsum(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    arity(op, args, 1)
+    shape, dtype = args[0]
+    out_dtype = attrs.get("dtype") or ("int64" if dtype == BOOL else dtype)
+    out_dtype = normalize_dtype(out_dtype, what="cumsum dtype", error=GraphError)
+    axis = attrs.get("axis")
+    if axis is None:
+        if len(shape) != 1 and any(not isinstance(d, int) for d in shape):
+            raise GraphError(f"cumsum: axis=None flattens, which needs a static shape, got {format_shape(shape)}")
+        n = 1
+        for d in shape:
+            n *= d if isinstance(d, int) else 1
+        return ((shape[0],) if len(shape) == 1 else (n,)), out_dtype
+    reduce_axes(op, shape, axis)
+    return shape, out_dtype
+
+
 TENSOR_RULES: dict[str, Rule] = {
     **{name: _binary("any", BOOL) for name in COMPARISONS},
     "logical_not": _unary("bool"),
@@ -144,4 +206,6 @@ TENSOR_RULES: dict[str, Rule] = {
     "clip": _clip,
     "astype": _astype,
     "full_like": _full_like,
+    **{name: _reduce for name in REDUCTIONS},
+    "cumsum": _cumsum,
 }

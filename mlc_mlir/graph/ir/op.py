@@ -100,7 +100,7 @@ def permute_dims(x: Any, axes: Sequence[int] | None = None) -> Call:
     if axes is None:
         axes = tuple(reversed(range(x.ndim)))
     try:
-        axes = tuple(int(a) % max(x.ndim, 1) for a in axes)
+        axes = tuple(int(a) % (x.ndim or 1) for a in axes)  # (max is the graph op here)
     except (TypeError, ValueError):
         raise GraphError(f"permute_dims: axes must be ints, got {axes!r}") from None
     return _call("permute_dims", [x], {"axes": axes})

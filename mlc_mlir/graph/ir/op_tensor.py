@@ -9,7 +9,6 @@ Shape rules in :mod:`.infer_tensor`, legalizations in :mod:`mlc_mlir.graph.legal
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +28,8 @@ __all__ = [
     "floor", "ceil", "sin", "cos", "clip", "astype",
     # creation
     "full_like", "zeros_like", "ones_like",
+    # reductions
+    "sum", "mean", "max", "min", "prod", "any", "all", "cumsum",
 ]
 
 
@@ -216,3 +217,78 @@ def zeros_like(x: Any, dtype: Any = None) -> Call:
 def ones_like(x: Any, dtype: Any = None) -> Call:
     """``full_like(x, 1, dtype)``."""
     return full_like(x, 1, dtype)
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+def _int(value: Any, op: str, what: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise GraphError(f"{op}: {what} must be an int, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def _axes(axis: Any, op: str, x: Expr | None = None) -> tuple[int, ...] | None:
+    """``axis`` (None, an int or a sequence of ints) as a tuple; negative axes in range count
+    from the end of ``x`` (out-of-range ones are left for the shape rule to report)."""
+    if axis is None:
+        return None
+    items = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
+    out = tuple(_int(a, op, "axis") for a in items)
+    if x is not None:
+        out = tuple(a % x.ndim if -x.ndim <= a < 0 else a for a in out)
+    return out
+
+
+def _reduction(op: str, x: Any, axis: Any, keepdims: bool) -> Call:
+    x = _expr(x, op, 0)
+    if not isinstance(keepdims, (bool, np.bool_)):
+        raise GraphError(f"{op}: keepdims must be a bool, got {keepdims!r}")
+    return _call(op, [x], {"axis": _axes(axis, op, x), "keepdims": bool(keepdims)})
+
+
+def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Call:  # noqa: A001 - relax.op.sum
+    """The sum over ``axis`` (None: all axes; an int or a tuple), int or float tensors."""
+    return _reduction("sum", x, axis, keepdims)
+
+
+def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Call:
+    """The mean over ``axis`` (None: all axes; an int or a tuple), float tensors."""
+    return _reduction("mean", x, axis, keepdims)
+
+
+def max(x: Any, axis: Any = None, keepdims: bool = False) -> Call:  # noqa: A001 - relax.op.max
+    """The maximum over ``axis`` (None: all axes; an int or a tuple)."""
+    return _reduction("max", x, axis, keepdims)
+
+
+def min(x: Any, axis: Any = None, keepdims: bool = False) -> Call:  # noqa: A001 - relax.op.min
+    """The minimum over ``axis`` (None: all axes; an int or a tuple)."""
+    return _reduction("min", x, axis, keepdims)
+
+
+def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Call:
+    """The product over ``axis`` (None: all axes); at most 64 static elements per product."""
+    return _reduction("prod", x, axis, keepdims)
+
+
+def any(x: Any, axis: Any = None, keepdims: bool = False) -> Call:  # noqa: A001 - bool reduction
+    """Whether any element of the bool ``x`` over ``axis`` is True."""
+    return _reduction("any", x, axis, keepdims)
+
+
+def all(x: Any, axis: Any = None, keepdims: bool = False) -> Call:  # noqa: A001 - bool reduction
+    """Whether every element of the bool ``x`` over ``axis`` is True."""
+    return _reduction("all", x, axis, keepdims)
+
+
+def cumsum(x: Any, axis: Any = None, dtype: Any = None) -> Call:
+    """The inclusive running sum along ``axis`` (None: of the flattened, static-shape ``x``),
+    in ``dtype`` (default ``x``'s; int64 for bool, as NumPy)."""
+    x = _expr(x, "cumsum", 0)
+    ax = None if axis is None else _axes(axis, "cumsum", x)
+    if ax is not None and len(ax) != 1:
+        raise GraphError(f"cumsum: axis must be one int or None, got {axis!r}")
+    attrs: dict[str, Any] = {"axis": None if ax is None else ax[0]}
+    if dtype is not None:
+        attrs["dtype"] = normalize_dtype(dtype, what="cumsum dtype", allow_bool=False, error=GraphError)
+    return _call("cumsum", [x], attrs)

@@ -4,7 +4,7 @@ becomes one tensor program made by the :mod:`mlc_mlir.topi` function of the same
 from __future__ import annotations
 
 from ... import topi
-from ..ir.infer_tensor import COMPARISONS, FLOAT_UNARY
+from ..ir.infer_tensor import COMPARISONS, FLOAT_UNARY, REDUCTIONS
 from .rule import LegalizeRule, _rule
 
 __all__ = ["TENSOR_LEGALIZE"]
@@ -17,4 +17,6 @@ TENSOR_LEGALIZE: dict[str, LegalizeRule] = {
     "mlc.clip": _rule(topi.clip, "clip", "min", "max"),
     "mlc.astype": _rule(topi.cast, "astype", "dtype"),
     "mlc.full_like": _rule(topi.full_like, "full_like", "fill_value", "dtype"),
+    **{f"mlc.{name}": _rule(getattr(topi, name), name, "axis", "keepdims") for name in REDUCTIONS},
+    "mlc.cumsum": _rule(topi.cumsum, "cumsum", "axis", "dtype"),
 }
