@@ -457,8 +457,10 @@ class _FuncEmitter:
         if not loops or loops[-1].kind != "vectorized":
             return False
         sizes = [st.step(block, len(loops) - 2, d) for d in range(block.info.ndims)]
+        # vectorize_nd_extract: a tensor.extract in the body (a gather, a guarded read of te)
+        # becomes a vector gather or a contiguous load instead of failing the vectorization
         structured.VectorizeOp(self._match(self.func_h, "mlc.block", block.name) if after_peel
-                               else self.block_h[block.name], sizes)
+                               else self.block_h[block.name], sizes, vectorize_nd_extract=True)
         self._vectorize_init(block, after_peel)
         return True
 
@@ -480,7 +482,7 @@ class _FuncEmitter:
         # matched inside its loop: the original fill, dead after fusion, is still in the function
         # (after a peel, erased by the canonicalization: every copy is matched in the function)
         scope = self.loop_h[block.path[depth - 1]] if depth and not after_peel else self.func_h
-        structured.VectorizeOp(self._match(scope, "mlc.block_init", block.name), sizes)
+        structured.VectorizeOp(self._match(scope, "mlc.block_init", block.name), sizes, vectorize_nd_extract=True)
 
     def _vector_cleanup(self) -> None:
         """The patterns ``vectorize_children_and_apply_patterns`` applies after vectorizing.
