@@ -11,5 +11,5 @@ from setuptools import find_packages, setup
 setup(
     packages=find_packages(include=["mlc_mlir", "mlc_mlir.*"]) + ["mlc_mlir.dialects"],
     package_dir={"mlc_mlir.dialects": "dialects"},
-    package_data={"mlc_mlir": ["py.typed"], "mlc_mlir.dialects": ["*.irdl.mlir"]},
+    package_data={"mlc_mlir": ["py.typed"], "mlc_mlir.runtime": ["include/*.h"], "mlc_mlir.dialects": ["*.irdl.mlir"]},
 )

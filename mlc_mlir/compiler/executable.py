@@ -17,6 +17,7 @@ from ..runtime.fastcall import FastPlan
 from ..runtime.module import RuntimeModule
 from ..runtime.signature import FuncSignature
 from ..toolchain import tool_path
+from .export import export_library
 
 __all__ = ["JitModule"]
 
@@ -52,6 +53,10 @@ class JitModule(RuntimeModule):
         if fmt in ("asm", "s"):
             return _jit_disassembly(self.engine)
         raise MlcError(f"get_source: unknown format {fmt!r}; use 'mlir', 'llvm-dialect', 'llvm' or 'asm'")
+
+    def _export_library(self, path: str, graph: Any = None) -> None:
+        """Write the library (:mod:`.export`); ``graph``: the ``Executable`` this module runs."""
+        export_library(self, path, graph)
 
 
 def _jit_disassembly(engine: ExecutionEngine) -> str:

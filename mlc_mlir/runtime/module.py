@@ -8,6 +8,7 @@ the compiler's backends (``mlc_mlir.compiler.cpu_backend``...) make one from the
 from __future__ import annotations
 
 import ctypes
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -288,3 +289,21 @@ class RuntimeModule:
     def get_source(self, fmt: str = "llvm") -> str:
         """The module keeps no sources (see the compiler's ``JitModule``)."""
         raise MlcError(f"get_source({fmt!r}): this module keeps no sources, only compiled code")
+
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        """Write the compiled code, its signatures and constants as one shared library (course
+        ``export_library``); :func:`mlc_mlir.runtime.load_module` loads it back, without MLIR.
+
+        ``path`` ending in ``.o`` (``.ll``) writes the object code (LLVM IR) alone.
+
+        Raises:
+            BuildError: a module that cannot be exported (CUDA, no C compiler, see
+                ``mlc_mlir.compiler.export``).
+        """
+        self._export_library(os.fspath(path), None)
+
+    def _export_library(self, path: str, graph: Any = None) -> None:
+        """Write the library; ``graph`` is the ``Executable`` this module runs, if any. Here: the
+        module has nothing to export (the compiler's modules and loaded libraries override it)."""
+        raise BuildError(f"export_library: this {type(self).__name__} holds no code that can be exported "
+                         "(build it with mlc.build or load it with mlc.runtime.load_module)")

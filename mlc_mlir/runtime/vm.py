@@ -18,6 +18,7 @@ The compiler side (``mlc.graph.build``) makes the :class:`Executable`.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, GraphError, RuntimeError_
+from ..errors import ArgumentError, BuildError, GraphError, RuntimeError_
 from . import cuda_device as cu
 from .checks import check_arity, check_array
 from .memref import descriptor_class, view
@@ -141,6 +142,21 @@ class Executable:
     def get_source(self, fmt: str = "llvm") -> str:
         """The compiled code (``"mlir"``: lowered input, ``"llvm"``, ``"asm"``...; see ``mlc.build``)."""
         return self.rt.get_source(fmt)
+
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        """Write the compiled graph (code, weights, signatures) as one shared library;
+        ``mlc.runtime.load_module(path)`` gives back an Executable, without MLIR.
+
+        Raises:
+            BuildError: the graph calls environment functions (Python), or its module
+                cannot be exported (see :meth:`RuntimeModule.export_library`).
+        """
+        if self.env_calls:
+            names = sorted({c.name for c in self.env_calls})
+            raise BuildError(f"export_library: the graph calls Python environment functions {names} "
+                             "(call_dps_packed), which a library cannot carry; write them as tensor programs "
+                             "(call_tir, emit_te) or graph ops to export the graph")
+        self.rt._export_library(os.fspath(path), self)
 
     def __repr__(self) -> str:
         return f"<mlc.graph.Executable functions={self.functions}>"
