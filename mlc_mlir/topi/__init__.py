@@ -25,7 +25,8 @@ from .elementwise import (abs, add, bitwise_and, bitwise_or, cast, ceil, clip, c
                           not_equal, ones_like, power, rsqrt, sigmoid, sin, sqrt, subtract, tanh, where,
                           zeros_like)
 from .reduction import all, any, cumsum, max, mean, min, prod, sum
-from .transform import flatten, permute_dims, reshape, transpose
+from .transform import (broadcast_to, concatenate, expand_dims, flatten, permute_dims, reshape, squeeze,
+                        strided_slice, take, transpose, tril, triu, trilu)
 
 __all__ = ["nn", "add", "subtract", "multiply", "divide", "ewise_fma", "exp", "sqrt", "tanh",
            "sigmoid", "transpose", "permute_dims", "reshape", "flatten",
@@ -36,4 +37,7 @@ __all__ = ["nn", "add", "subtract", "multiply", "divide", "ewise_fma", "exp", "s
            "power", "maximum", "minimum", "log", "rsqrt", "erf", "negative", "abs", "floor", "ceil",
            "sin", "cos", "clip", "cast", "full_like", "zeros_like", "ones_like",
            # reductions
-           "sum", "mean", "max", "min", "prod", "any", "all", "cumsum"]
+           "sum", "mean", "max", "min", "prod", "any", "all", "cumsum",
+           # layout and indexing
+           "broadcast_to", "expand_dims", "squeeze", "strided_slice", "concatenate", "take", "trilu",
+           "tril", "triu"]

@@ -1,4 +1,5 @@
-"""Layout operators: transpose, reshape, flatten."""
+"""Layout and indexing operators: transpose, reshape, flatten, broadcast_to, expand_dims,
+squeeze, strided_slice, concatenate, take, tril/triu."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from typing import Any
 
 from ..errors import TEError
 from ..tensor_types import numel
-from ._util import check_tensor, te_dim
+from ._util import bcast_index, check_tensor, normalize_axis, te_dim
 from .. import te
 from ..te.tensor import shape_names
 
-__all__ = ["transpose", "permute_dims", "reshape", "flatten"]
+__all__ = ["transpose", "permute_dims", "reshape", "flatten", "broadcast_to", "expand_dims", "squeeze",
+           "strided_slice", "concatenate", "take", "trilu", "tril", "triu"]
 
 
 def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
@@ -85,3 +87,158 @@ def flatten(a: Any, start_dim: int = 1) -> Any:
             raise TEError(f"topi.flatten: dimension {x} after start_dim {start_dim} is symbolic")
         rest *= x
     return reshape(a, (*d[:start_dim], rest))
+
+
+def broadcast_to(data: Any, shape: Sequence[int | str]) -> Any:
+    """``data`` broadcast to ``shape`` (NumPy rules; a symbolic size is looked up in ``data``)."""
+    check_tensor(data, "broadcast_to", "data")
+    target = tuple(te_dim((data,), d) for d in shape)
+    names = shape_names(data.shape)
+    off = len(target) - len(names)
+    if off < 0 or any(d not in (1, t) for d, t in zip(names, shape_names(target)[off:])):
+        raise TEError(f"topi.broadcast_to: {names} does not broadcast to {tuple(shape)}")
+    return te.compute(target, lambda *i: data[bcast_index(data, len(target), i)], name="broadcast_to")
+
+
+def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
+    """``a`` with a new dimension of size 1 at each position ``axis`` of the result."""
+    check_tensor(a, "expand_dims")
+    items = (axis,) if isinstance(axis, int) else tuple(axis)
+    rank = len(a.shape) + len(items)
+    new = {normalize_axis(x, rank, "expand_dims") for x in items}
+    if len(new) != len(items):
+        raise TEError(f"topi.expand_dims: axis {items} names a position twice")
+    it = iter(a.shape)
+    shape = tuple(1 if k in new else next(it) for k in range(rank))
+    return te.compute(shape, lambda *i: a[tuple(ix for k, ix in enumerate(i) if k not in new)],
+                      name="expand_dims")
+
+
+def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """``a`` without the dimensions ``axis`` (each of size 1; None: every static 1): a
+    :func:`reshape` where that applies (only the leading dimension symbolic)."""
+    check_tensor(a, "squeeze")
+    if axis is None:
+        gone = {k for k, d in enumerate(a.shape) if isinstance(d, int) and d == 1}
+    else:
+        items = (axis,) if isinstance(axis, int) else tuple(axis)
+        gone = {normalize_axis(x, len(a.shape), "squeeze") for x in items}
+    for k in gone:
+        if not (isinstance(a.shape[k], int) and a.shape[k] == 1):
+            raise TEError(f"topi.squeeze: dimension {k} of {shape_names(a.shape)} is not 1")
+    shape = tuple(d for k, d in enumerate(a.shape) if k not in gone)
+    if None not in _strides(shape_names(a.shape)) + _strides(shape_names(shape)):
+        return reshape(a, shape_names(shape))  # a read a[i, 0, j] does not vectorize; reshape's does
+
+    def body(*i: Any) -> Any:
+        it = iter(i)
+        return a[tuple(0 if k in gone else next(it) for k in range(len(a.shape)))]
+
+    return te.compute(shape, body, name="squeeze")
+
+
+def strided_slice(a: Any, begin: Sequence[int], end: Sequence[int], strides: Sequence[int] | None = None,
+                  axes: Sequence[int] | None = None) -> Any:
+    """``a[begin:end:stride]`` along ``axes`` (default: the first ``len(begin)``), NumPy's bounds
+    (negative from the end, clamped); sliced axes must be static."""
+    check_tensor(a, "strided_slice")
+    axes = tuple(range(len(begin))) if axes is None else tuple(axes)
+    strides = (1,) * len(axes) if strides is None else tuple(strides)
+    if not len(axes) == len(begin) == len(end) == len(strides):
+        raise TEError(f"topi.strided_slice: axes {axes}, begin {tuple(begin)}, end {tuple(end)} and strides "
+                      f"{strides} must have one entry per sliced axis")
+    picks: dict[int, range] = {}
+    for x, b, e, s in zip(axes, begin, end, strides):
+        k = normalize_axis(x, len(a.shape), "strided_slice")
+        d = a.shape[k]
+        if not isinstance(d, int) or s == 0:
+            raise TEError(f"topi.strided_slice: axis {k} of {shape_names(a.shape)} is symbolic or stride is 0")
+        picks[k] = range(*slice(b, e, s).indices(d))
+        if not picks[k]:
+            raise TEError(f"topi.strided_slice: {b}:{e}:{s} selects nothing from axis {k} of size {d}")
+    shape = tuple(len(picks[k]) if k in picks else d for k, d in enumerate(a.shape))
+    return te.compute(shape, lambda *i: a[tuple(picks[k].start + picks[k].step * ix if k in picks else ix
+                                                 for k, ix in enumerate(i))], name="strided_slice")
+
+
+def concatenate(a_tuple: Sequence[Any], axis: int = 0) -> Any:
+    """The tensors joined along the static ``axis``: one compute whose branches select the
+    source tensor by position (reads in untaken branches are clamped, see te.if_then_else)."""
+    tensors = list(a_tuple)
+    if not tensors:
+        raise TEError("topi.concatenate: no tensors")
+    for t in tensors:
+        check_tensor(t, "concatenate")
+    first = tensors[0]
+    k = normalize_axis(axis, len(first.shape), "concatenate")
+    if len(tensors) == 1:
+        return te.compute(first.shape, lambda *i: first[i], name="concat")
+    offsets, total = [], 0
+    for t in tensors:
+        if len(t.shape) != len(first.shape) or not isinstance(t.shape[k], int) or any(
+                shape_names(t.shape)[j] != shape_names(first.shape)[j] for j in range(len(t.shape)) if j != k):
+            raise TEError(f"topi.concatenate: {[shape_names(x.shape) for x in tensors]} cannot be joined "
+                          f"along the static axis {k}")
+        offsets.append(total)
+        total += t.shape[k]
+    shape = tuple(total if j == k else d for j, d in enumerate(first.shape))
+
+    def body(*i: Any) -> Any:
+        def read(n: int) -> Any:
+            return tensors[n][tuple(ix - offsets[n] if j == k else ix for j, ix in enumerate(i))]
+        out = read(len(tensors) - 1)
+        for n in range(len(tensors) - 2, -1, -1):
+            out = te.if_then_else(i[k] < offsets[n + 1], read(n), out)
+        return out
+
+    return te.compute(shape, body, name="concat")
+
+
+def take(a: Any, indices: Any, axis: int | None = None) -> Any:
+    """Elements of ``a`` at the integer ``indices`` along ``axis`` (None: of the flattened
+    ``a``): ``a.shape[:axis] + indices.shape + a.shape[axis + 1:]``. A negative index counts
+    from the end; an out-of-range one reads the nearest end."""
+    check_tensor(a, "take")
+    check_tensor(indices, "take", "indices")
+    if indices.dtype not in ("int32", "int64"):
+        raise TEError(f"topi.take: indices must be int32 or int64, got {indices.dtype}")
+    if axis is None:
+        if len(a.shape) != 1:
+            a = reshape(a, (-1,))
+        axis = 0
+    k = normalize_axis(axis, len(a.shape), "take")
+    r = len(indices.shape)
+    shape = (*a.shape[:k], *indices.shape, *a.shape[k + 1:])
+    dim = a.shape[k]
+
+    def body(*i: Any) -> Any:
+        v = indices[i[k:k + r]]
+        v = te.if_then_else(v < 0, v + dim, v)
+        return a[(*i[:k], v, *i[k + r:])]
+
+    return te.compute(shape, body, name="take")
+
+
+def trilu(data: Any, k: int, upper: bool) -> Any:
+    """``data`` with the elements below (``upper``) or above the ``k``-th diagonal of its last
+    two dimensions zeroed."""
+    check_tensor(data, "trilu", "data")
+    if len(data.shape) < 2:
+        raise TEError(f"topi.trilu: needs a tensor of rank 2 or more, got {shape_names(data.shape)}")
+    zero = te.const(False, "bool") if data.dtype == "bool" else te.const(0, data.dtype)
+
+    def body(*i: Any) -> Any:
+        keep = (i[-1] - i[-2] >= k) if upper else (i[-1] - i[-2] <= k)
+        return te.if_then_else(keep, data(*i), zero)
+
+    return te.compute(data.shape, body, name="triu" if upper else "tril")
+
+
+def tril(data: Any, k: int = 0) -> Any:
+    """The lower triangle: elements above the ``k``-th diagonal zeroed."""
+    return trilu(data, k, False)
+
+
+def triu(data: Any, k: int = 0) -> Any:
+    """The upper triangle: elements below the ``k``-th diagonal zeroed."""
+    return trilu(data, k, True)

@@ -230,3 +230,128 @@ def test_reduction_errors():
         R.cumsum(x, -4)
     # permute_dims still works beside the graph op named max
     assert R.permute_dims(x).shape == (4, 3, 2)
+
+
+# -- layout and indexing ---------------------------------------------------------------------
+
+def test_broadcast_expand_squeeze():
+    x = f32(3, 1, 5)
+    np.testing.assert_array_equal(run(lambda a: R.broadcast_to(a, (2, 3, 4, 5)), x), np.broadcast_to(x, (2, 3, 4, 5)))
+    np.testing.assert_array_equal(run(lambda a: R.broadcast_to(a, ("n", 4, 5)), x, shapes=[("n", 1, 5)]),
+                                  np.broadcast_to(x, (3, 4, 5)))
+    np.testing.assert_array_equal(run(lambda a: R.expand_dims(a, (0, -1)), x), x[None, ..., None])
+    np.testing.assert_array_equal(run(lambda a: R.expand_dims(a, 1), x, shapes=[("n", 1, 5)]), x[:, None])
+    np.testing.assert_array_equal(run(R.squeeze, x), x.squeeze())
+    np.testing.assert_array_equal(run(lambda a: R.squeeze(a, -2), x, shapes=[("n", 1, 5)]), x.squeeze(1))
+    y = f32(1, 6, 1)
+    np.testing.assert_array_equal(run(lambda a: R.squeeze(a, 0), y, shapes=[(1, "n", 1)]), y.squeeze(0))
+
+
+@pytest.mark.parametrize("axes, begin, end, strides, index", [
+    ((1,), (1,), (5,), None, np.s_[:, 1:5]),
+    ((1, 2), (1, -1), (5, -9), (2, -2), np.s_[:, 1:5:2, -1:-9:-2]),
+    ((0,), (-100,), (100,), (1,), np.s_[-100:100]),                           # clamped
+    ((2,), (3,), (2 ** 63 - 1,), None, np.s_[:, :, 3:]),                      # torch's "to the end"
+    ((-1,), (2,), (3,), None, np.s_[..., 2:3]),                               # select (then squeeze)
+])
+def test_strided_slice(axes, begin, end, strides, index):
+    y = f32(6, 7, 8)
+    want = y[index]
+    np.testing.assert_array_equal(run(lambda a: R.strided_slice(a, axes, begin, end, strides), y), want)
+    if 0 not in [a % 3 for a in axes]:
+        np.testing.assert_array_equal(
+            run(lambda a: R.strided_slice(a, axes, begin, end, strides), y, shapes=[("n", 7, 8)]), want)
+
+
+def test_concat():
+    y = f32(4, 7, 8)
+    np.testing.assert_array_equal(run(lambda a, b: R.concat([a, b, a], 1), y, y[:, :2]),
+                                  np.concatenate([y, y[:, :2], y], 1))
+    np.testing.assert_array_equal(run(lambda a, b: R.concat((a, b), -1), y, y[:, :, :3],
+                                      shapes=[("n", 7, 8), ("n", 7, 3)]), np.concatenate([y, y[:, :, :3]], -1))
+    parts = [f32(2, k + 1) for k in range(16)]
+    np.testing.assert_array_equal(run(lambda *ts: R.concat(ts, axis=1), *parts), np.concatenate(parts, 1))
+    bools = [f32(3) > 0, f32(2) > 0]
+    np.testing.assert_array_equal(run(lambda a, b: R.concat([a, b]), *bools), np.concatenate(bools))
+
+
+def test_take_embedding_and_gather():
+    w = f32(10, 4)
+    ids = rng.integers(-10, 10, (2, 3)).astype(np.int64)   # negative indices count from the end
+    np.testing.assert_array_equal(run(lambda a, b: R.take(a, b, 0), w, ids), np.take(w, ids, 0))
+    np.testing.assert_array_equal(run(lambda a, b: R.take(a, b, 1), w, (ids % 4).astype(np.int32)),
+                                  np.take(w, ids % 4, 1))
+    np.testing.assert_array_equal(run(R.take, w, ids), np.take(w, ids))
+    np.testing.assert_array_equal(run(lambda a, b: R.take(a, b, 0), w, ids[0], shapes=[(10, 4), ("n",)]),
+                                  np.take(w, ids[0], 0))
+    x = f32(5, 6, 2)
+    np.testing.assert_array_equal(run(lambda a, b: R.take(a, b, 1), x, ids % 6, shapes=[("n", 6, 2), (2, 3)]),
+                                  np.take(x, ids % 6, 1))
+
+
+def test_tril_triu():
+    y = f32(2, 5, 6)
+    np.testing.assert_array_equal(run(lambda a: R.tril(a, 1), y), np.tril(y, 1))
+    np.testing.assert_array_equal(run(lambda a: R.triu(a, -2), y), np.triu(y, -2))
+    np.testing.assert_array_equal(run(R.triu, y, shapes=[("n", 5, 6)]), np.triu(y))
+    b = y > 0
+    np.testing.assert_array_equal(run(R.tril, b), np.tril(b))
+
+
+def test_concat_round_trips_through_mlir_text():
+    x, y = relax.Var("x", ("n", 3)), relax.Var("y", ("n", 2))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            c = bb.emit(R.concat([x, y, x], axis=1))
+            gv = bb.emit_output(R.broadcast_to(R.sum(c, 1, keepdims=True), ("n", 8)))
+        bb.emit_func_output(gv)
+    text = str(bb.get())
+    assert "operandSegmentSizes = array<i32: 1, 1, 1, 0" in text
+    mod = mlc.Module.parse(text)
+    xa, ya = f32(5, 3), f32(5, 2)
+    out = relax.VirtualMachine(relax.build(mod, "llvm"), mlc.cpu())["main"](xa, ya).numpy()
+    want = np.broadcast_to(np.concatenate([xa, ya, xa], 1).sum(1, keepdims=True), (5, 8))
+    np.testing.assert_allclose(out, want, rtol=1e-5)
+
+
+def test_layout_errors():
+    x = relax.Var("x", ("n", 3, 4))
+    with pytest.raises(mlc.GraphError, match=r"\(n, 3, 4\) does not broadcast to \(n, 2, 4\)"):
+        R.broadcast_to(x, ("n", 2, 4))
+    with pytest.raises(mlc.GraphError, match="does not broadcast to"):
+        R.broadcast_to(x, (3, 4))
+    with pytest.raises(mlc.GraphError, match=r"expand_dims: axis \(4,\) must be one or more positions in \[-4, 4\)"):
+        R.expand_dims(x, 4)
+    with pytest.raises(mlc.GraphError, match="squeeze: dimension 1 of .* is 3, not 1"):
+        R.squeeze(x, 1)
+    with pytest.raises(mlc.GraphError, match="squeeze: dimension 0 of .* is n, not 1"):
+        R.squeeze(x, 0)
+    with pytest.raises(mlc.GraphError, match="axis 0 has the symbolic size n; only static axes"):
+        R.strided_slice(x, [0], [0], [2])
+    with pytest.raises(mlc.GraphError, match="stride 0 on axis 1"):
+        R.strided_slice(x, [1], [0], [2], [0])
+    with pytest.raises(mlc.GraphError, match="selects nothing from axis 2 of size 4"):
+        R.strided_slice(x, [2], [3], [1])
+    with pytest.raises(mlc.GraphError, match="one entry per sliced axis"):
+        R.strided_slice(x, [1, 2], [0], [1])
+    with pytest.raises(mlc.GraphError, match="begin must be an int"):
+        R.strided_slice(x, [1], [0.5], [1])
+    with pytest.raises(mlc.GraphError, match="concat: axis 0 must be static"):
+        R.concat([x, x], 0)
+    with pytest.raises(mlc.GraphError, match="concat: shapes differ off axis 1"):
+        R.concat([x, relax.Var("y", ("n", 3, 5))], 1)
+    with pytest.raises(mlc.GraphError, match="concat: arguments have different dtypes"):
+        R.concat([x, relax.Var("z", ("n", 3, 4), "int32")], 1)
+    with pytest.raises(mlc.GraphError, match="between 1 and 16 are supported"):
+        R.concat([x] * 17, 1)
+    with pytest.raises(mlc.GraphError, match="must be a list or tuple"):
+        R.concat(x, 1)
+    with pytest.raises(mlc.GraphError, match="take: indices must be int32 or int64"):
+        R.take(x, relax.Var("f", (2,)), 1)
+    with pytest.raises(mlc.GraphError, match=r"take: axis 3 is out of range"):
+        R.take(x, relax.Var("i", (2,), "int64"), 3)
+    with pytest.raises(mlc.GraphError, match="axis=None flattens"):
+        R.take(x, relax.Var("i", (2,), "int64"))
+    with pytest.raises(mlc.GraphError, match="tril: needs a tensor of rank 2"):
+        R.tril(relax.Var("v", (4,)))

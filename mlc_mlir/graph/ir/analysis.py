@@ -139,8 +139,8 @@ _NOT_OP_ATTRS = ("mlc.shape", "operandSegmentSizes", "resultSegmentSizes", "call
 
 def op_attrs(op: ir.Operation, result_shape: Shape | None) -> dict[str, object]:
     """The Python attributes of graph op ``op`` (the inverse of the builder's ``encode_attrs``:
-    ``array<i64>`` -> tuple, ``i64`` -> int, ``f64`` -> float, bool, string; reshape's
-    ``shape`` is its result shape)."""
+    ``array<i64>`` -> tuple, ``i64`` -> int, ``f64`` -> float, bool, string; the ``shape`` of
+    reshape and broadcast_to is their result shape)."""
     attrs: dict[str, object] = {}
     for key in op.attributes:
         attr = op.attributes[key]
@@ -156,7 +156,7 @@ def op_attrs(op: ir.Operation, result_shape: Shape | None) -> dict[str, object]:
             attrs[key] = attr.value
         elif isinstance(attr, ir.StringAttr):
             attrs[key] = attr.value
-    if op.name == "mlc.reshape":
+    if op.name in ("mlc.reshape", "mlc.broadcast_to"):
         attrs["shape"] = result_shape
     return attrs
 

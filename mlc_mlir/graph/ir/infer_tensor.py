@@ -15,7 +15,7 @@ from ...errors import GraphError
 from ...tensor_types import BOOL, Shape, broadcast_shapes, format_shape, is_float, is_int, normalize_dtype
 
 __all__ = ["TENSOR_RULES", "COMPARISONS", "FLOAT_UNARY", "REDUCTIONS", "MAX_PROD_ELEMENTS", "fmt_args",
-           "arity", "common_dtype", "broadcast_all", "reduce_axes"]
+           "arity", "common_dtype", "broadcast_all", "reduce_axes", "slice_range"]
 
 ArgInfo = tuple[Shape, str]
 Rule = Callable[[str, Sequence[ArgInfo], dict[str, Any]], tuple[Shape, str]]
@@ -189,6 +189,118 @@ def _cumsum(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Sh
     return shape, out_dtype
 
 
+# -- layout and indexing ------------------------------------------------------------------------
+
+def _broadcast_to(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    arity(op, args, 1)
+    (shape, dtype), target = args[0], tuple(attrs.get("shape") or ())
+    ok = len(shape) <= len(target)
+    for i in range(1, len(shape) + 1):
+        ok = ok and shape[-i] in (1, target[-i])
+    if not ok:
+        raise GraphError(f"broadcast_to: {format_shape(shape)} does not broadcast to {format_shape(target)} "
+                         "(each dimension, aligned from the end, must be 1 or the target's)")
+    return target, dtype
+
+
+def _expand_dims(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    arity(op, args, 1)
+    shape, dtype = args[0]
+    axis = attrs.get("axis")
+    items = (axis,) if isinstance(axis, int) else tuple(axis or ())
+    rank = len(shape) + len(items)
+    if not items or any(not isinstance(a, int) or not -rank <= a < rank for a in items):
+        raise GraphError(f"expand_dims: axis {items} must be one or more positions in [{-rank}, {rank}) "
+                         f"(the result's rank) for {format_shape(shape)}")
+    new = {a % rank for a in items}
+    if len(new) != len(items):
+        raise GraphError(f"expand_dims: axis {items} names a position twice")
+    it = iter(shape)
+    return tuple(1 if a in new else next(it) for a in range(rank)), dtype
+
+
+def _squeeze(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    arity(op, args, 1)
+    shape, dtype = args[0]
+    if attrs.get("axis") is None:
+        return tuple(d for d in shape if d != 1), dtype
+    axes = reduce_axes(op, shape, attrs["axis"])
+    for a in axes:
+        if shape[a] != 1:
+            raise GraphError(f"squeeze: dimension {a} of {format_shape(shape)} is {shape[a]}, not 1")
+    return tuple(d for a, d in enumerate(shape) if a not in axes), dtype
+
+
+def slice_range(op: str, dim: Any, begin: int, end: int, stride: int, axis: int) -> range:
+    """The positions ``begin:end:stride`` selects in a static dimension (NumPy's bounds)."""
+    if not isinstance(dim, int):
+        raise GraphError(f"{op}: axis {axis} has the symbolic size {dim}; only static axes can be sliced")
+    if stride == 0:
+        raise GraphError(f"{op}: stride 0 on axis {axis}")
+    picked = range(*slice(begin, end, stride).indices(dim))
+    if not picked:
+        raise GraphError(f"{op}: {begin}:{end}:{stride} selects nothing from axis {axis} of size {dim} "
+                         "(empty tensors are not supported)")
+    return picked
+
+
+def _strided_slice(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    arity(op, args, 1)
+    shape, dtype = args[0]
+    axes, begin, end = (tuple(attrs.get(k) or ()) for k in ("axes", "begin", "end"))
+    strides = tuple(attrs.get("strides") or (1,) * len(axes))
+    if not len(axes) == len(begin) == len(end) == len(strides):
+        raise GraphError(f"{op}: axes {axes}, begin {begin}, end {end} and strides {strides} must have "
+                         "one entry per sliced axis")
+    norm = [reduce_axes(op, shape, (a,))[0] for a in axes]
+    if len(set(norm)) != len(norm):
+        raise GraphError(f"{op}: axes {axes} names a dimension twice")
+    out = list(shape)
+    for a, b, e, s in zip(norm, begin, end, strides):
+        out[a] = len(slice_range(op, shape[a], b, e, s, a))
+    return tuple(out), dtype
+
+
+def _concat(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    if not args:
+        raise GraphError("concat takes at least one tensor")
+    dtype = common_dtype(op, args)
+    first = args[0][0]
+    if any(len(s) != len(first) for s, _ in args):
+        raise GraphError(f"concat: tensors of different ranks: {fmt_args(args)}")
+    (axis,) = reduce_axes(op, first, (attrs.get("axis", 0),))
+    total = 0
+    for s, _ in args:
+        if not isinstance(s[axis], int) and len(args) > 1:
+            raise GraphError(f"concat: axis {axis} must be static, got {fmt_args(args)}")
+        if any(d != first[a] for a, d in enumerate(s) if a != axis):
+            raise GraphError(f"concat: shapes differ off axis {axis}: {fmt_args(args)}")
+        total = s[axis] if len(args) == 1 else total + s[axis]
+    return first[:axis] + (total,) + first[axis + 1:], dtype
+
+
+def _take(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    arity(op, args, 2)
+    (shape, dtype), (ind, ind_dtype) = args
+    if ind_dtype not in ("int32", "int64"):
+        raise GraphError(f"take: indices must be int32 or int64, got {fmt_args(args[1:])}")
+    axis = attrs.get("axis")
+    if axis is None:
+        if any(not isinstance(d, int) for d in shape):
+            raise GraphError(f"take: axis=None flattens, which needs a static shape, got {format_shape(shape)}")
+        return ind, dtype
+    (a,) = reduce_axes(op, shape, (axis,))
+    return shape[:a] + ind + shape[a + 1:], dtype
+
+
+def _trilu(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    arity(op, args, 1)
+    shape, dtype = args[0]
+    if len(shape) < 2:
+        raise GraphError(f"{op}: needs a tensor of rank 2 or more, got {format_shape(shape)}")
+    return shape, dtype
+
+
 TENSOR_RULES: dict[str, Rule] = {
     **{name: _binary("any", BOOL) for name in COMPARISONS},
     "logical_not": _unary("bool"),
@@ -208,4 +320,12 @@ TENSOR_RULES: dict[str, Rule] = {
     "full_like": _full_like,
     **{name: _reduce for name in REDUCTIONS},
     "cumsum": _cumsum,
+    "broadcast_to": _broadcast_to,
+    "expand_dims": _expand_dims,
+    "squeeze": _squeeze,
+    "strided_slice": _strided_slice,
+    "concat": _concat,
+    "take": _take,
+    "tril": _trilu,
+    "triu": _trilu,
 }

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import GraphError
-from ...tensor_types import normalize_dtype, normalize_shape
+from ...tensor_types import int_range, normalize_dtype, normalize_shape
 from .expr import Call, Expr
 from .op_base import _call, _expr
 
@@ -30,7 +30,12 @@ __all__ = [
     "full_like", "zeros_like", "ones_like",
     # reductions
     "sum", "mean", "max", "min", "prod", "any", "all", "cumsum",
+    # layout and indexing
+    "broadcast_to", "expand_dims", "squeeze", "strided_slice", "concat", "take", "tril", "triu",
 ]
+
+#: the most tensors one ``concat`` joins (one IRDL operand slot each)
+MAX_CONCAT = 16
 
 
 # -- comparisons and masks --------------------------------------------------------------------
@@ -292,3 +297,88 @@ def cumsum(x: Any, axis: Any = None, dtype: Any = None) -> Call:
     if dtype is not None:
         attrs["dtype"] = normalize_dtype(dtype, what="cumsum dtype", allow_bool=False, error=GraphError)
     return _call("cumsum", [x], attrs)
+
+
+# -- layout and indexing ----------------------------------------------------------------------
+
+def broadcast_to(x: Any, shape: Sequence[int | str]) -> Call:
+    """``x`` broadcast to ``shape`` (NumPy rules; ``torch.expand``): each dimension of ``x``,
+    aligned from the end, is 1 or the target's."""
+    x = _expr(x, "broadcast_to", 0)
+    target = normalize_shape(shape, what="broadcast_to shape", error=GraphError)
+    return _call("broadcast_to", [x], {"shape": target})
+
+
+def expand_dims(x: Any, axis: int | Sequence[int]) -> Call:
+    """``x`` with a new dimension of size 1 at each position ``axis`` of the result."""
+    x = _expr(x, "expand_dims", 0)
+    axes = _axes(axis, "expand_dims")
+    rank = x.ndim + len(axes)
+    return _call("expand_dims", [x], {"axis": tuple(a % rank if -rank <= a < 0 else a for a in axes)})
+
+
+def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Call:
+    """``x`` without the dimensions ``axis`` (each of size 1); None: every static 1."""
+    x = _expr(x, "squeeze", 0)
+    return _call("squeeze", [x], {"axis": _axes(axis, "squeeze", x)})
+
+
+def _int_list(values: Any, op: str, what: str) -> tuple[int, ...]:
+    if not isinstance(values, (tuple, list)):
+        values = (values,)
+    lo, hi = int_range("int64")
+    return tuple(_clamp(_int(v, op, what), lo, hi) for v in values)
+
+
+def _clamp(v: int, lo: int, hi: int) -> int:
+    """``v`` clamped into ``[lo, hi]`` (this module's ``min``/``max`` are graph ops)."""
+    return lo if v < lo else hi if v > hi else v
+
+
+def strided_slice(x: Any, axes: Sequence[int], begin: Sequence[int], end: Sequence[int],
+                  strides: Sequence[int] | None = None) -> Call:
+    """``x[begin:end:stride]`` along each of ``axes`` (NumPy's bounds: negative ones count
+    from the end, out-of-range ones are clamped); the sliced axes must be static.
+    ``torch`` slice / select / narrow / split / chunk map onto it."""
+    x = _expr(x, "strided_slice", 0)
+    ax = _axes(tuple(axes) if isinstance(axes, (tuple, list)) else axes, "strided_slice", x)
+    b, e = _int_list(begin, "strided_slice", "begin"), _int_list(end, "strided_slice", "end")
+    st = (1,) * len(b) if strides is None else _int_list(strides, "strided_slice", "strides")
+    return _call("strided_slice", [x], {"axes": ax, "begin": b, "end": e, "strides": st})
+
+
+def concat(tensors: Sequence[Any], axis: int = 0) -> Call:
+    """The ``tensors`` (up to 16, one dtype, equal but for ``axis``) joined along the static
+    ``axis`` (``torch.cat``)."""
+    if isinstance(tensors, Expr) or not isinstance(tensors, (tuple, list)):
+        raise GraphError(f"concat: tensors must be a list or tuple of tensors, got {type(tensors).__name__}")
+    if not 1 <= len(tensors) <= MAX_CONCAT:
+        raise GraphError(f"concat: {len(tensors)} tensors; between 1 and {MAX_CONCAT} are supported "
+                         "(one IRDL operand slot each)")
+    args = [_expr(t, "concat", i) for i, t in enumerate(tensors)]
+    ndim = args[0].ndim
+    ax = _int(axis, "concat", "axis")
+    return _call("concat", args, {"axis": ax % ndim if -ndim <= ax < 0 else ax})
+
+
+def take(x: Any, indices: Any, axis: int | None = None) -> Call:
+    """Elements of ``x`` at the int32/int64 ``indices`` along ``axis`` (None: of the flattened,
+    static-shape ``x``): shape ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``.
+    Embedding lookup is ``take(W, ids, axis=0)``. A negative index counts from the end; an
+    out-of-range one reads the nearest end (no error at run time)."""
+    x = _expr(x, "take", 0)
+    indices = _expr(indices, "take", 1)
+    ax = None if axis is None else _int(axis, "take", "axis")
+    if ax is not None and -x.ndim <= ax < 0:
+        ax %= x.ndim
+    return _call("take", [x, indices], {"axis": ax})
+
+
+def tril(x: Any, k: int = 0) -> Call:
+    """``x`` with the elements above the ``k``-th diagonal of its last two dimensions zeroed."""
+    return _call("tril", [x], {"k": _int(k, "tril", "k")})
+
+
+def triu(x: Any, k: int = 0) -> Call:
+    """``x`` with the elements below the ``k``-th diagonal of its last two dimensions zeroed."""
+    return _call("triu", [x], {"k": _int(k, "triu", "k")})
