@@ -57,12 +57,21 @@ if not TYPE_CHECKING:  # hidden from type checkers, so that `mlc.no_such_name` i
         # error names that layer.
         import importlib
 
-        if name in _LAZY:
-            module, attr = _LAZY[name]
-            mod = importlib.import_module(module, __name__)
-            value = mod if attr is None else getattr(mod, attr)
-            globals()[name] = value
-            return value
-        if name in _SUBPACKAGES:
-            return importlib.import_module(f".{name}", __name__)
+        try:
+            if name in _LAZY:
+                module, attr = _LAZY[name]
+                mod = importlib.import_module(module, __name__)
+                value = mod if attr is None else getattr(mod, attr)
+                globals()[name] = value
+                return value
+            if name in _SUBPACKAGES:
+                return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("mlir", "llvm") and not str(exc.name).startswith("mlir."):
+                raise
+            # a runtime-only install (pip install --no-deps mlc-mlir): load_module works, the compiler does not
+            raise errors.InstallError(
+                f"mlc.{name} needs the compiler, the MLIR/LLVM wheels, which this environment lacks (a "
+                "runtime-only install: mlc.runtime.load_module works); install them with "
+                "`pip install mlc-mlir` (with its dependencies)") from None
         raise AttributeError(f"module 'mlc_mlir' has no attribute {name!r}")
