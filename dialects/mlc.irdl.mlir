@@ -82,8 +82,10 @@ irdl.dialect @mlc {
     irdl.operands(x: %x_t)
     irdl.results(res: %res_t)
   }
-  // ---- neural-network ops (NCHW data, OIHW kernels; no padding) ----------------------
-  // conv2d(x, w) {strides, dilation = array<i64: h, w>}.
+  // ---- neural-network ops (NCHW data, OIHW kernels) ---------------------------------
+  // conv2d(x, w) {strides, dilation = array<i64: h, w>}; optional (not declared, so IR
+  // written before them stays valid): padding = array<i64: top, left, bottom, right>,
+  // groups = i64 (w is (O, C/groups, KH, KW)).
   irdl.operation @conv2d {
     %x_t = irdl.base "!builtin.tensor"
     %w_t = irdl.base "!builtin.tensor"
@@ -94,7 +96,8 @@ irdl.dialect @mlc {
     irdl.operands(x: %x_t, w: %w_t)
     irdl.results(res: %res_t)
   }
-  // max_pool2d(x) {pool_size, strides, dilation = array<i64: h, w>}.
+  // max_pool2d(x) {pool_size, strides, dilation = array<i64: h, w>}; optional: padding =
+  // array<i64: top, left, bottom, right>, ceil_mode = bool (torch's rule).
   irdl.operation @max_pool2d {
     %x_t = irdl.base "!builtin.tensor"
     %res_t = irdl.base "!builtin.tensor"
@@ -129,6 +132,49 @@ irdl.dialect @mlc {
     %eps = irdl.base "#builtin.float"
     irdl.attributes { "axes" = %axes, "epsilon" = %eps }
     irdl.operands(x: %x_t, gamma: %g_t, beta: %b_t)
+    irdl.results(res: %res_t)
+  }
+  // avg_pool2d(x) {pool_size, strides, padding (top, left, bottom, right), dilation =
+  // array<i64>}; optional: ceil_mode, count_include_pad = bool (torch's divisor).
+  irdl.operation @avg_pool2d {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    %pool = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %padding = irdl.base "#builtin.dense_array"
+    %dilation = irdl.base "#builtin.dense_array"
+    irdl.attributes { "pool_size" = %pool, "strides" = %strides, "padding" = %padding, "dilation" = %dilation }
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // adaptive_avg_pool2d(x) {output_size = array<i64: oh, ow> (optional: the input's H, W)}:
+  // torch's windows [floor(i*H/oh), ceil((i+1)*H/oh)).
+  irdl.operation @adaptive_avg_pool2d {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // gelu_tanh / silu(x): float activations, elementwise (tanh-approximated GELU, x * sigmoid(x)).
+  irdl.operation @gelu_tanh {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  irdl.operation @silu {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x_t)
+    irdl.results(res: %res_t)
+  }
+  // log_softmax(x) {axis = i64}: x - max - log(sum(exp(x - max))) along `axis`.
+  irdl.operation @log_softmax {
+    %x_t = irdl.base "!builtin.tensor"
+    %res_t = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    irdl.attributes { "axis" = %axis }
+    irdl.operands(x: %x_t)
     irdl.results(res: %res_t)
   }
   // gelu / sigmoid / tanh(x): float activations, elementwise.

@@ -75,8 +75,9 @@ def test_topi_errors_name_the_problem():
     w = te.placeholder((4, 2, 3, 3), name="w")
     with pytest.raises(mlc.TEError, match="data has 3 channels, kernel expects 2"):
         topi.nn.conv2d(x, w)
-    with pytest.raises(mlc.TEError, match="padding 1 is not supported"):
-        topi.nn.conv2d(x, te.placeholder((4, 3, 3, 3), name="w2"), padding=1)
+    with pytest.raises(mlc.TEError, match=r"padding must be an int, \(h, w\) or \(top, left, bottom, right\)"):
+        topi.nn.conv2d(x, te.placeholder((4, 3, 3, 3), name="w2"), padding=(1, 1, 1))
+    assert topi.nn.conv2d(x, te.placeholder((4, 3, 3, 3), name="w2"), padding=1).shape == (1, 4, 8, 8)
     with pytest.raises(mlc.TEError, match="must be a te tensor"):
         topi.nn.relu(np.zeros(3))
 
@@ -115,7 +116,8 @@ def test_nn_graph_op_errors():
     x = relax.Var("x", (1, 3, 8, 8))
     with pytest.raises(mlc.GraphError, match="data has 3 channels, weight expects 2"):
         relax.op.nn.conv2d(x, relax.Var("w", (4, 2, 3, 3)))
-    with pytest.raises(mlc.GraphError, match="padding 1 is not supported"):
-        relax.op.nn.conv2d(x, relax.Var("w", (4, 3, 3, 3)), padding=1)
+    with pytest.raises(mlc.GraphError, match="padding must be a non-negative int"):
+        relax.op.nn.conv2d(x, relax.Var("w", (4, 3, 3, 3)), padding=-1)
+    assert relax.op.nn.conv2d(x, relax.Var("w", (4, 3, 3, 3)), padding=1).shape == (1, 4, 8, 8)
     with pytest.raises(mlc.GraphError, match="gamma has shape"):
         relax.op.nn.layer_norm(relax.Var("h", (2, 8)), relax.Var("g", (4,)), relax.Var("b", (8,)))

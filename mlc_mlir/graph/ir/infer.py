@@ -51,21 +51,21 @@ def _binary(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Sh
 
 
 def _matmul(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    """NumPy/torch ``matmul``: a rank-1 lhs is a row and a rank-1 rhs a column (that
+    dimension is dropped); the batch dimensions (all but the last two) broadcast."""
     _arity(op, args, 2)
     dtype = _same_dtype(op, args)
     (a, _), (b, _) = args
     if len(a) < 1 or len(b) < 1:
         raise GraphError(f"matmul: scalars cannot be multiplied as matrices: {_fmt_args(args)}")
-    if len(b) > 2:
-        raise GraphError(f"matmul: a right-hand side of rank {len(b)} is not supported "
-                         f"(batched right operands are missing): {_fmt_args(args)}")
     k_a = a[-1]
     k_b = b[0] if len(b) == 1 else b[-2]
     if k_a != k_b:
         raise GraphError(f"matmul: inner dimensions differ: lhs {format_shape(a)} @ rhs {format_shape(b)} "
                          f"({k_a} vs {k_b})")
-    out = a[:-1] + (b[-1:] if len(b) == 2 else ())
-    return out, dtype
+    batch = broadcast_shapes(a[:-2], b[:-2], what=f"matmul: batch dimensions of lhs {format_shape(a)} "
+                             f"and rhs {format_shape(b)}", error=GraphError)
+    return batch + a[-2:-1] + (b[-1:] if len(b) >= 2 else ()), dtype
 
 
 def _unary(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:

@@ -3,13 +3,51 @@
 from __future__ import annotations
 
 from ... import topi
+from ..builder.block_builder import BlockBuilder
+from ..ir.expr import Call, Expr
 from .rule import LegalizeRule, _rule
 
 __all__ = ["NN_LEGALIZE"]
 
+
+def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
+    """``topi.nn.conv2d``; the program is named "depthwise_conv2d" for ``groups == C`` with
+    one input channel per group, "group_conv2d" for other groups, else "conv2d"."""
+    a = call.attrs
+    data, weight = call.args
+    groups = int(a.get("groups", 1))
+    name = "conv2d" if groups == 1 else "depthwise_conv2d" if weight.shape[1] == 1 else "group_conv2d"
+    return bb.call_te(topi.nn.conv2d, data, weight, a.get("strides", 1), a.get("padding", 0),
+                      a.get("dilation", 1), "NCHW", groups, primfunc_name_hint=name)
+
+
+def _max_pool2d(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    return bb.call_te(topi.nn.pool2d, call.args[0], a["pool_size"], a.get("strides", a["pool_size"]),
+                      a.get("dilation", 1), a.get("padding", 0), "max", bool(a.get("ceil_mode", False)),
+                      primfunc_name_hint="max_pool2d")
+
+
+def _avg_pool2d(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    return bb.call_te(topi.nn.pool2d, call.args[0], a["pool_size"], a.get("strides", a["pool_size"]),
+                      a.get("dilation", 1), a.get("padding", 0), "avg", bool(a.get("ceil_mode", False)),
+                      "NCHW", bool(a.get("count_include_pad", True)), primfunc_name_hint="avg_pool2d")
+
+
+def _adaptive_avg_pool2d(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.adaptive_pool, call.args[0], call.shape[2:], "avg",
+                      primfunc_name_hint="adaptive_avg_pool2d")
+
+
 NN_LEGALIZE: dict[str, LegalizeRule] = {
-    "mlc.conv2d": _rule(topi.nn.conv2d, "conv2d", "strides", "padding", "dilation"),
-    "mlc.max_pool2d": _rule(topi.nn.max_pool2d, "max_pool2d", "pool_size", "strides", "dilation"),
+    "mlc.conv2d": _conv2d,
+    "mlc.max_pool2d": _max_pool2d,
+    "mlc.avg_pool2d": _avg_pool2d,
+    "mlc.adaptive_avg_pool2d": _adaptive_avg_pool2d,
     "mlc.batch_norm": _rule(topi.nn.batch_norm, "batch_norm", "axis", "epsilon"),
     "mlc.layer_norm": _rule(topi.nn.layer_norm, "layer_norm", "axes", "epsilon"),
+    "mlc.gelu_tanh": _rule(topi.nn.gelu_tanh, "gelu_tanh"),
+    "mlc.silu": _rule(topi.nn.silu, "silu"),
+    "mlc.log_softmax": _rule(topi.nn.log_softmax, "log_softmax", "axis"),
 }
