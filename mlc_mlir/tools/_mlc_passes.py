@@ -4,6 +4,7 @@ edit)."""
 __all__ = ["PASSES"]
 
 PASSES = {
+    'fold-batch-norm': 'fold inference batch norms into the constant-weight convolutions before them',
     'fold-constant': 'fold graph ops whose operands are all constants into constants',
     'fuse-dense-add': 'outline matmul + add into primitive functions (course FuseDenseAddPass)',
     'fuse-ops': 'group graph ops by pattern kind into primitive functions',

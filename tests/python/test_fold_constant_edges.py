@@ -15,7 +15,7 @@ from mlc_mlir.context import mlc_context
 from mlc_mlir.graph import BlockBuilder, Var, op
 from mlc_mlir.graph.ir.analysis import clone_module, graph_functions
 from mlc_mlir.graph.transform import FoldConstant
-from mlc_mlir.graph.transform.fold_constant import _constant_value, _resource_blobs, fold_constants
+from mlc_mlir.graph.transform.fold_constant import constant_value, resource_blobs, fold_constants
 
 
 def _graph(make) -> mlc.Module:
@@ -33,10 +33,10 @@ def _graph(make) -> mlc.Module:
 def _constants(mod: mlc.Module) -> list[np.ndarray]:
     """The values of the ``mlc.constant`` ops of the graph functions of ``mod``."""
     with mlc_context():
-        blobs = _resource_blobs(mod.mlir_module)
+        blobs = resource_blobs(mod.mlir_module)
         out = []
         for f in graph_functions(mod.mlir_module):
-            f.walk(lambda o: (out.append(_constant_value(o.operation, blobs))
+            f.walk(lambda o: (out.append(constant_value(o.operation, blobs))
                               if o.operation.name == "mlc.constant" else None, ir.WalkResult.ADVANCE)[1])
         return out
 

@@ -2,6 +2,7 @@
 
 - :class:`BindParams` turns parameters into constants (course ch.3).
 - :class:`FoldConstant` folds ops of constants into constants (TVM FoldConstant).
+- :class:`FoldBatchNorm` folds inference batch norms into the convolutions before them.
 - :class:`LegalizeOps` replaces graph ops by calls of tensor programs (course ch.7).
 - :class:`FuseDenseAddPass` outlines matmul + add into primitive functions (course ch.7).
 - :class:`FuseOps` groups ops by pattern kind into primitive functions (TVM FuseOps).
@@ -23,6 +24,8 @@ module                      what
 :mod:`.optimize`            the default optimization stages of ``mlc.graph.build(opt_level=)``
 :mod:`.bind_params`         ``BindParams``
 :mod:`.fold_constant`       ``FoldConstant``
+:mod:`.fold_batch_norm`     ``FoldBatchNorm``
+:mod:`.dedupe`              the build's ``dedupe-kernels`` stage (identical tensor programs)
 :mod:`.rewrite`             pattern rewriting (``@rewrite.pattern``, ``ewise_fma``)
 :mod:`.fusion`              ``FuseDenseAddPass``, ``FuseOps``, ``FuseTIR`` (the pass objects)
 :mod:`.fuse_ops`            FuseOps's grouping by pattern kind
@@ -41,9 +44,10 @@ from __future__ import annotations
 from ..ir.analysis import remove_all_unused
 from ..legalize import LegalizeOps
 from .bind_params import BindParams
+from .fold_batch_norm import FoldBatchNorm
 from .fold_constant import FoldConstant
 from .fusion import FuseDenseAddPass, FuseOps, FuseTIR
 from .pass_infra import ModulePass, PassContext, PassInfo, Sequential, module_pass
 
-__all__ = ["BindParams", "FoldConstant", "LegalizeOps", "FuseOps", "FuseTIR", "FuseDenseAddPass", "remove_all_unused",
+__all__ = ["BindParams", "FoldBatchNorm", "FoldConstant", "LegalizeOps", "FuseOps", "FuseTIR", "FuseDenseAddPass", "remove_all_unused",
            "module_pass", "Sequential", "PassContext", "PassInfo", "ModulePass"]

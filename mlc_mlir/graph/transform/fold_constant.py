@@ -39,7 +39,8 @@ from ..builder.emit import constant_attr
 from ..ir.analysis import clone_module, graph_functions, remove_unused_ops, walk_ops
 from ...tensor_types import dtype_of_element
 
-__all__ = ["FoldConstant", "fold_constants", "FOLDABLE", "MAX_GROWTH"]
+__all__ = ["FoldConstant", "fold_constants", "FOLDABLE", "MAX_GROWTH", "constant_op", "constant_value", "resource_blobs",
+           "resource_name"]
 
 log = logging.getLogger("mlc_mlir.graph.fold_constant")
 
@@ -93,7 +94,7 @@ def fold_constants(mod: Module) -> int:
             if not any(_foldable(o) for o in ops):
                 continue
             if blobs is None:
-                blobs = _resource_blobs(mod.mlir_module)
+                blobs = resource_blobs(mod.mlir_module)
             # in program order: an op whose operands an earlier fold made constant folds too
             here = sum(_fold(o, blobs) for o in ops)
             if here:
@@ -110,10 +111,10 @@ def _foldable(op: ir.Operation) -> bool:
     if not isinstance(op.results[0].type, ir.RankedTensorType) or not ir.RankedTensorType(
             op.results[0].type).has_static_shape:
         return False
-    return all(_constant_op(v) is not None for v in op.operands)
+    return all(constant_op(v) is not None for v in op.operands)
 
 
-def _constant_op(value: ir.Value) -> ir.Operation | None:
+def constant_op(value: ir.Value) -> ir.Operation | None:
     """The ``mlc.constant`` op that defines ``value``, else None (a block argument, another op)."""
     owner = value.owner
     if isinstance(owner, ir.Block):
@@ -128,7 +129,7 @@ def _fold(op: ir.Operation, blobs: dict[str, bytes]) -> bool:
         return False
     arrays = []
     for v in op.operands:
-        arr = _constant_value(_constant_op(v), blobs)
+        arr = constant_value(constant_op(v), blobs)
         if arr is None:
             return False
         arrays.append(arr)
@@ -144,23 +145,23 @@ def _fold(op: ir.Operation, blobs: dict[str, bytes]) -> bool:
                                     attributes={"value": constant_attr(out, name, rtype)})
     op.results[0].replace_all_uses_with(const.results[0])
     op.erase()
-    blobs_key = _resource_name(const.attributes["value"])
+    blobs_key = resource_name(const.attributes["value"])
     if blobs_key is not None:
         blobs[blobs_key] = b"\x08\x00\x00\x00" + out.tobytes()
     return True
 
 
 def _fold_name(op: ir.Operation) -> str:
-    src = _resource_name(_constant_op(op.operands[0]).attributes["value"]) or "const"
+    src = resource_name(constant_op(op.operands[0]).attributes["value"]) or "const"
     return f"{src}_{op.name.split('.', 1)[1]}"
 
 
-def _resource_name(attr: ir.Attribute) -> str | None:
+def resource_name(attr: ir.Attribute) -> str | None:
     m = re.match(r"dense_resource<([^>]+)>", str(attr))
     return m.group(1) if m else None
 
 
-def _constant_value(const: ir.Operation, blobs: dict[str, bytes]) -> np.ndarray | None:
+def constant_value(const: ir.Operation, blobs: dict[str, bytes]) -> np.ndarray | None:
     """The array of an ``mlc.constant`` (``dense<...>`` or ``dense_resource<...>``); None for
     element types without a NumPy dtype here (i1 bit-packed constants)."""
     attr = const.attributes["value"]
@@ -175,7 +176,7 @@ def _constant_value(const: ir.Operation, blobs: dict[str, bytes]) -> np.ndarray 
     if isinstance(attr, ir.DenseElementsAttr):
         arr = np.array(ir.DenseElementsAttr(attr), copy=True).astype(dtype, copy=False)
         return np.broadcast_to(arr.reshape(-1)[:1], shape).copy() if arr.size == 1 else arr.reshape(shape)
-    name = _resource_name(attr)
+    name = resource_name(attr)
     if name is None or name not in blobs:
         return None
     data = blobs[name][4:]  # (the blob's leading 4 bytes are its alignment)
@@ -187,7 +188,7 @@ def _constant_value(const: ir.Operation, blobs: dict[str, bytes]) -> np.ndarray 
 _BLOB = re.compile(r'^\s*("(?:[^"\\]|\\.)*"|[^\s:"]+)\s*:\s*"0x([0-9A-Fa-f]*)"', re.M)
 
 
-def _resource_blobs(module: ir.Module) -> dict[str, bytes]:
+def resource_blobs(module: ir.Module) -> dict[str, bytes]:
     """The ``builtin`` dialect resource blobs of ``module`` (name -> bytes, alignment first).
 
     The Python bindings give no access to a ``dense_resource`` blob's bytes; the module's

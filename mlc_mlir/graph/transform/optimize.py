@@ -8,6 +8,7 @@ stage                  opt_level  what
 =====================  =========  ==================================================
 ``rewrite-ewise-fma``  >= 2       multiply + add -> ewise_fma (:mod:`.rewrite`)
 ``remove-unused``      >= 2       drop the bindings the rewrite left dead
+``fold-batch-norm``    >= 1       conv2d + batch_norm -> conv2d of scaled weights + bias
 ``fold-constant``      >= 1       ops of constants -> constants (:mod:`.fold_constant`)
 ``fuse-ops``           >= 1       group ops into primitive functions (FuseOps)
 ``legalize-ops``       >= 1       graph ops -> call_tir of tensor programs
@@ -43,7 +44,7 @@ def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None =
     if opt_level >= 2:
         names += ["rewrite-ewise-fma", "remove-unused"]
     if opt_level >= 1:
-        names += ["fold-constant", "fuse-ops", "legalize-ops", "fuse-tir"]
+        names += ["fold-batch-norm", "fold-constant", "fuse-ops", "legalize-ops", "fuse-tir"]
     options = {"legalize-ops": {"op_map": op_map}} if op_map else {}
     # the passes of the one registry (what mlc-opt --mlc-NAME runs), in place on the build's copy
     return [GraphStage(n, get_pass(n, **options.get(n, {})).run) for n in names]

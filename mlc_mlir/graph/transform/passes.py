@@ -6,6 +6,7 @@
   ``mlc.graph.build`` compiles; tensor programs stay as separate functions here);
 - ``--mlc-rewrite-ewise-fma``: multiply + add -> ewise_fma (a Python rewrite pattern);
 - ``--mlc-fold-constant``: fold ops of constants into constants (``FoldConstant``);
+- ``--mlc-fold-batch-norm``: batch norms after constant-weight convolutions folded into them;
 - ``--mlc-remove-unused``: drop bindings nothing uses (``remove_all_unused``);
 - ``--mlc-fuse-dense-add``: matmul + add -> call of a primitive function (course ch.7);
 - ``--mlc-fuse-ops``: group ops by pattern kind into primitive functions;
@@ -19,6 +20,7 @@ from __future__ import annotations
 from ...context import mlc_context
 from ...ir import Module
 from ...passes import register_pass
+from .fold_batch_norm import fold_batch_norms
 from .fold_constant import fold_constants
 from .fusion import FuseDenseAddPass, FuseOps, FuseTIR
 from ..legalize import legalize
@@ -31,7 +33,7 @@ from ..ir.verify import verify_graph
 
 __all__ = ["verify_graph_pass", "legalize_ops_pass", "lower_graph_pass", "rewrite_ewise_fma_pass",
            "remove_unused_pass", "fuse_dense_add_pass", "fuse_ops_pass", "fuse_tir_pass",
-           "inline_graph_calls_pass", "optimize_graph_pass", "fold_constant_pass"]
+           "inline_graph_calls_pass", "optimize_graph_pass", "fold_constant_pass", "fold_batch_norm_pass"]
 
 
 @register_pass("verify-graph", "check graph functions: shapes, callees, dataflow blocks")
@@ -113,4 +115,11 @@ def optimize_graph_pass(mod: Module) -> Module:
 def fold_constant_pass(mod: Module) -> Module:
     """:func:`~mlc_mlir.graph.transform.fold_constant.fold_constants` (in place)."""
     fold_constants(mod)
+    return mod
+
+
+@register_pass("fold-batch-norm", "fold inference batch norms into the constant-weight convolutions before them")
+def fold_batch_norm_pass(mod: Module) -> Module:
+    """:func:`~mlc_mlir.graph.transform.fold_batch_norm.fold_batch_norms` (in place)."""
+    fold_batch_norms(mod)
     return mod
