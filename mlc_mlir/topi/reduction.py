@@ -62,7 +62,7 @@ def _reduce(data: Any, axis: Any, keepdims: bool, combiner: str, op: str,
     if not axes:
         return te.compute(shape, lambda *i: read(data[i]), name=op)
     rvs = [te.reduce_axis((0, data.shape[a]), f"k{a}") for a in axes]
-    reducer = {"sum": te.sum, "max": te.max, "min": te.min}[combiner]
+    reducer = getattr(te, combiner)  # te.sum, te.max, te.min
     return te.compute(shape, lambda *i: reducer(read(data[_source_index(data, axes, keepdims, i, rvs)]),
                                                 axis=rvs), name=op)
 
@@ -110,7 +110,7 @@ def prod(data: Any, axis: Any = None, keepdims: bool = False) -> Any:
         n *= e
     if n > MAX_PROD_ELEMENTS:
         raise TEError(f"topi.prod: {n} elements per product; at most {MAX_PROD_ELEMENTS} (it is unrolled)")
-    positions = [()]
+    positions: list[tuple[int, ...]] = [()]
     for e in extents:
         positions = [p + (k,) for p in positions for k in range(e)]
 

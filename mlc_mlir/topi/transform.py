@@ -40,7 +40,8 @@ def permute_dims(a: Any, axes: Sequence[int] | None = None) -> Any:
 
 
 def _strides(shape: tuple) -> list:
-    out, acc = [], 1
+    out: list[int | None] = []
+    acc: int | None = 1
     for d in reversed(shape):
         out.append(acc)
         acc = acc * d if isinstance(d, int) and isinstance(acc, int) else None
@@ -214,7 +215,7 @@ def take(a: Any, indices: Any, axis: int | None = None) -> Any:
     def body(*i: Any) -> Any:
         v = indices[i[k:k + r]]
         v = te.if_then_else(v < 0, v + dim, v)
-        return a[(*i[:k], v, *i[k + r:])]
+        return a[tuple(i[:k]) + (v,) + tuple(i[k + r:])]
 
     return te.compute(shape, body, name="take")
 

@@ -323,6 +323,8 @@ def test_layout_errors():
         R.broadcast_to(x, (3, 4))
     with pytest.raises(mlc.GraphError, match=r"expand_dims: axis \(4,\) must be one or more positions in \[-4, 4\)"):
         R.expand_dims(x, 4)
+    with pytest.raises(mlc.GraphError, match="expand_dims: axis must be an int or a sequence"):
+        R.expand_dims(x, None)
     with pytest.raises(mlc.GraphError, match="squeeze: dimension 1 of .* is 3, not 1"):
         R.squeeze(x, 1)
     with pytest.raises(mlc.GraphError, match="squeeze: dimension 0 of .* is n, not 1"):

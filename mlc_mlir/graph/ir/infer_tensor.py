@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import GraphError
-from ...tensor_types import BOOL, Shape, broadcast_shapes, format_shape, is_float, is_int, normalize_dtype
+from ...tensor_types import (BOOL, Shape, broadcast_shapes, format_shape, is_float, is_int, normalize_dtype,
+                             numel)
 
 __all__ = ["TENSOR_RULES", "COMPARISONS", "FLOAT_UNARY", "REDUCTIONS", "MAX_PROD_ELEMENTS", "fmt_args",
            "arity", "common_dtype", "broadcast_all", "reduce_axes", "slice_range"]
@@ -158,12 +159,7 @@ def _reduce(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Sh
     common_dtype(op, args, REDUCTIONS[op])
     axes = reduce_axes(op, shape, attrs.get("axis"))
     if op == "prod":
-        dims = [shape[a] for a in axes]
-        n = 1
-        for d in dims:
-            n = n * d if isinstance(d, int) else None
-            if n is None:
-                break
+        n = numel(tuple(shape[a] for a in axes))
         if n is None or n > MAX_PROD_ELEMENTS:
             raise GraphError(f"prod: over axes {axes} of {format_shape(shape)}: at most "
                              f"{MAX_PROD_ELEMENTS} static elements per product are supported")
@@ -269,7 +265,7 @@ def _concat(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Sh
     if any(len(s) != len(first) for s, _ in args):
         raise GraphError(f"concat: tensors of different ranks: {fmt_args(args)}")
     (axis,) = reduce_axes(op, first, (attrs.get("axis", 0),))
-    total = 0
+    total: Any = 0
     for s, _ in args:
         if not isinstance(s[axis], int) and len(args) > 1:
             raise GraphError(f"concat: axis {axis} must be static, got {fmt_args(args)}")

@@ -313,6 +313,8 @@ def expand_dims(x: Any, axis: int | Sequence[int]) -> Call:
     """``x`` with a new dimension of size 1 at each position ``axis`` of the result."""
     x = _expr(x, "expand_dims", 0)
     axes = _axes(axis, "expand_dims")
+    if axes is None:
+        raise GraphError("expand_dims: axis must be an int or a sequence of ints, got None")
     rank = x.ndim + len(axes)
     return _call("expand_dims", [x], {"axis": tuple(a % rank if -rank <= a < 0 else a for a in axes)})
 
