@@ -279,11 +279,15 @@ class VirtualMachine:
     """Runs the graph functions of an :class:`Executable` (course ``relax.VirtualMachine``).
 
     Args:
-        ex: the result of :func:`build`.
+        ex: the result of :func:`build`, or of ``mlc.runtime.load_module`` on a library it exported.
         device: ``mlc.cpu()`` (the only device graphs run on here).
     """
 
-    def __init__(self, ex: Executable, device: Device | None = None):
+    def __init__(self, ex: Executable | RuntimeModule, device: Device | None = None):
+        if isinstance(ex, RuntimeModule):  # (typed as TVM's: load_module's result may be either)
+            raise GraphError(f"VirtualMachine runs graphs (mlc.graph.build, or a library their export_library "
+                             f"wrote); this module has tensor programs only: call them as module[name](...) "
+                             f"({', '.join(ex.functions)})")
         if not isinstance(ex, Executable):
             raise GraphError(f"VirtualMachine expects the Executable of mlc.graph.build, got {type(ex).__name__}")
         device = device or cpu()
