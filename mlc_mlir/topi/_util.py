@@ -9,7 +9,8 @@ from ..tensor_types import broadcast_shapes
 from .. import te
 from ..te.tensor import shape_names
 
-__all__ = ["te_dim", "bcast_index", "broadcast", "check_tensor", "normalize_axis", "const_int"]
+__all__ = ["te_dim", "bcast_index", "broadcast", "check_tensor", "normalize_axis", "const_int", "window_pair",
+           "padding4", "static_dim", "window_out_size"]
 
 
 def check_tensor(x: Any, op: str, what: str = "argument") -> None:
@@ -54,3 +55,44 @@ def const_int(value: Any, op: str, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise TEError(f"topi.{op}: {what} must be a non-negative int, got {value!r}")
     return value
+
+
+def window_pair(value: Any, op: str, what: str, *, positive: bool = True) -> tuple[int, int]:
+    """An int or a 1/2-sequence as a pair of ints (positive unless ``positive=False``); TEError otherwise."""
+    vals = (value, value) if isinstance(value, int) else tuple(value)
+    if len(vals) == 1:
+        vals = (vals[0], vals[0])
+    if len(vals) != 2:
+        raise TEError(f"topi.{op}: {what} must be an int or a pair, got {value!r}")
+    out = const_int(vals[0], op, what), const_int(vals[1], op, what)
+    if positive and 0 in out:
+        raise TEError(f"topi.{op}: {what} must be positive, got {value!r}")
+    return out
+
+
+def padding4(padding: Any, op: str) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) of an int, a pair (h, w) or a 4-tuple (Relax's order)."""
+    if padding is None:
+        return 0, 0, 0, 0
+    vals = (padding,) if isinstance(padding, int) else tuple(padding)
+    if len(vals) in (1, 2):
+        vals = vals * (4 // len(vals))
+    if len(vals) != 4:
+        raise TEError(f"topi.{op}: padding must be an int, (h, w) or (top, left, bottom, right), got {padding!r}")
+    top, left, bottom, right = (const_int(v, op, "padding") for v in vals)
+    return top, left, bottom, right
+
+
+def static_dim(size: Any, op: str, what: str) -> int:
+    """``size`` if it is a static int; TEError naming ``what`` otherwise."""
+    if not isinstance(size, int):
+        raise TEError(f"topi.{op}: {what} must be static, got {shape_names((size,))[0]!r}")
+    return size
+
+
+def window_out_size(size: int, kernel: int, stride: int, dilation: int, op: str) -> int:
+    """Output size of a sliding window (no ceil mode); TEError when the window does not fit."""
+    out = (size - dilation * (kernel - 1) - 1) // stride + 1
+    if out <= 0:
+        raise TEError(f"topi.{op}: (padded) input size {size} is smaller than the (dilated) kernel {kernel}")
+    return out

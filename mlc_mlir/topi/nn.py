@@ -17,12 +17,13 @@ import numpy as np
 from ..errors import TEError
 from ..tensor_types import broadcast_shapes, is_float
 from ..te.tensor import shape_names
-from ._util import check_tensor, const_int, normalize_axis, te_dim
+from ._util import check_tensor, const_int, normalize_axis, padding4, static_dim, te_dim, window_out_size, window_pair
 from .. import te
 from .elementwise import add, sigmoid as _sigmoid, tanh as _tanh
-from .pad import pad
+from .conv import conv2d, conv2d_gemm
+from .pad import pad, pad_hw
 
-__all__ = ["matmul", "dense", "relu", "softmax", "log_softmax", "conv2d", "pad", "pool2d", "max_pool2d",
+__all__ = ["matmul", "dense", "relu", "softmax", "log_softmax", "conv2d", "conv2d_gemm", "pad", "pool2d", "max_pool2d",
            "avg_pool2d", "adaptive_pool", "batch_norm", "layer_norm", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh"]
 
 
@@ -133,102 +134,6 @@ def log_softmax(x: Any, axis: int = -1) -> Any:
     return te.compute(x.shape, lambda *i: x(*i) - mx[at(i, 0)] - te.log(sm[at(i, 0)]), name="log_softmax")
 
 
-def _pair(value: Any, op: str, what: str, *, positive: bool = True) -> tuple[int, int]:
-    vals = (value, value) if isinstance(value, int) else tuple(value)
-    if len(vals) == 1:
-        vals = (vals[0], vals[0])
-    if len(vals) != 2:
-        raise TEError(f"topi.{op}: {what} must be an int or a pair, got {value!r}")
-    out = const_int(vals[0], op, what), const_int(vals[1], op, what)
-    if positive and 0 in out:
-        raise TEError(f"topi.{op}: {what} must be positive, got {value!r}")
-    return out
-
-
-def _padding(padding: Any, op: str) -> tuple[int, int, int, int]:
-    """(top, left, bottom, right) of an int, a pair (h, w) or a 4-tuple (Relax's order)."""
-    if padding is None:
-        return 0, 0, 0, 0
-    vals = (padding,) if isinstance(padding, int) else tuple(padding)
-    if len(vals) in (1, 2):
-        vals = vals * (4 // len(vals))
-    if len(vals) != 4:
-        raise TEError(f"topi.{op}: padding must be an int, (h, w) or (top, left, bottom, right), got {padding!r}")
-    top, left, bottom, right = (const_int(v, op, "padding") for v in vals)
-    return top, left, bottom, right
-
-
-def _pad_hw(data: Any, pads: tuple[int, int, int, int], value: float) -> Any:
-    """``data`` padded around H and W with ``value`` (:func:`pad`), or ``data`` itself."""
-    top, left, bottom, right = pads
-    return pad(data, (0, 0, top, left), (0, 0, bottom, right), pad_value=value) if any(pads) else data
-
-
-def _static(size: Any, op: str, what: str) -> int:
-    if not isinstance(size, int):
-        raise TEError(f"topi.{op}: {what} must be static, got {shape_names((size,))[0]!r}")
-    return size
-
-
-def _out_size(size: int, kernel: int, stride: int, dilation: int, op: str) -> int:
-    out = (size - dilation * (kernel - 1) - 1) // stride + 1
-    if out <= 0:
-        raise TEError(f"topi.{op}: (padded) input size {size} is smaller than the (dilated) kernel {kernel}")
-    return out
-
-
-def conv2d(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation: Any = 1,
-           data_layout: str = "NCHW", groups: int = 1) -> Any:
-    """2-D convolution, ``data`` (N, C, H, W) with ``kernel`` (F, C/groups, KH, KW) -> (N, F, OH, OW).
-
-    ``padding`` is an int, ``(h, w)`` or ``(top, left, bottom, right)`` of zeros: a ``pad``
-    compute first, then the convolution reads the padded tensor. ``groups > 1`` is one
-    compute "group_conv2d" (input channel ``o // (F / groups) * (C / groups) + rc``); a
-    kernel (F, 1, KH, KW) with ``groups == C`` is "depthwise_conv2d" (no channel
-    reduction). The batch may be symbolic; channels and spatial sizes are static.
-
-    Raises:
-        TEError: a layout other than NCHW, channels that do not match the kernel and
-            ``groups``, a kernel larger than the padded input.
-    """
-    check_tensor(data, "nn.conv2d", "data")
-    check_tensor(kernel, "nn.conv2d", "kernel")
-    if data_layout != "NCHW" or len(data.shape) != 4 or len(kernel.shape) != 4:
-        raise TEError(f"topi.nn.conv2d: needs NCHW data and OIHW kernel of rank 4, got layout "
-                      f"{data_layout!r}, shapes {shape_names(data.shape)} and {shape_names(kernel.shape)}")
-    (sh, sw), (dh, dw) = _pair(strides, "nn.conv2d", "strides"), _pair(dilation, "nn.conv2d", "dilation")
-    pads = _padding(padding, "nn.conv2d")
-    if const_int(groups, "nn.conv2d", "groups") < 1:
-        raise TEError(f"topi.nn.conv2d: groups must be >= 1, got {groups}")
-    n = data.shape[0]
-    c, h, w = (_static(d, "nn.conv2d", "data channels and spatial sizes") for d in data.shape[1:])
-    f, kc, kh, kw = (_static(d, "nn.conv2d", "kernel dimensions") for d in kernel.shape)
-    if c != kc * groups:
-        per = "" if groups == 1 else f" per group x {groups} groups"
-        raise TEError(f"topi.nn.conv2d: data has {c} channels, kernel expects {kc}{per}")
-    if f % groups:
-        raise TEError(f"topi.nn.conv2d: {f} output channels do not split into {groups} groups")
-    top, left, bottom, right = pads
-    oh = _out_size(h + top + bottom, kh, sh, dh, "nn.conv2d")
-    ow = _out_size(w + left + right, kw, sw, dw, "nn.conv2d")
-    src = _pad_hw(data, pads, 0.0)
-    ry, rx = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
-
-    def read(b: Any, ch: Any, y: Any, x: Any) -> Any:
-        return src[b, ch, y * sh + ry * dh, x * sw + rx * dw]
-
-    if groups > 1 and kc == 1:
-        mult = f // c
-        return te.compute((n, f, oh, ow), lambda b, o, y, x: te.sum(
-            read(b, o // mult if mult > 1 else o, y, x) * kernel[o, 0, ry, rx], axis=[ry, rx]),
-            name="depthwise_conv2d")
-    rc = te.reduce_axis((0, kc), "rc")
-    per_group = f // groups
-    return te.compute((n, f, oh, ow), lambda b, o, y, x: te.sum(
-        read(b, rc if groups == 1 else o // per_group * kc + rc, y, x) * kernel[o, rc, ry, rx],
-        axis=[rc, ry, rx]), name="conv2d" if groups == 1 else "group_conv2d")
-
-
 def _pool_out(size: int, k: int, s: int, d: int, before: int, after: int, ceil_mode: bool) -> tuple[int, int]:
     """(output size, extra padding after) of one pooled dimension, torch's ``ceil_mode``
     rule: the size rounds up, but the last window starts inside the input or left padding."""
@@ -282,15 +187,15 @@ def pool2d(data: Any, kernel: Any, stride: Any, dilation: Any = 1, padding: Any 
     if pool_type not in ("max", "avg") or layout != "NCHW" or len(data.shape) != 4:
         raise TEError(f"topi.nn.pool2d: supports pool_type 'max'/'avg' on NCHW rank-4 data, got "
                       f"{pool_type!r}, {layout!r}, shape {shape_names(data.shape)}")
-    (kh, kw), (sh, sw) = _pair(kernel, "nn.pool2d", "kernel"), _pair(stride, "nn.pool2d", "stride")
-    dh, dw = _pair(dilation, "nn.pool2d", "dilation")
-    top, left, bottom, right = _padding(padding, "nn.pool2d")
+    (kh, kw), (sh, sw) = window_pair(kernel, "nn.pool2d", "kernel"), window_pair(stride, "nn.pool2d", "stride")
+    dh, dw = window_pair(dilation, "nn.pool2d", "dilation")
+    top, left, bottom, right = padding4(padding, "nn.pool2d")
     n, c = data.shape[:2]
-    h, w = (_static(d, "nn.pool2d", "spatial sizes") for d in data.shape[2:])
+    h, w = (static_dim(d, "nn.pool2d", "spatial sizes") for d in data.shape[2:])
     oh, extra_h = _pool_out(h, kh, sh, dh, top, bottom, ceil_mode)
     ow, extra_w = _pool_out(w, kw, sw, dw, left, right, ceil_mode)
     lowest = -math.inf if is_float(data.dtype) else int(np.iinfo(data.dtype).min)
-    src = _pad_hw(data, (top, left, bottom + extra_h, right + extra_w), lowest if pool_type == "max" else 0.0)
+    src = pad_hw(data, (top, left, bottom + extra_h, right + extra_w), lowest if pool_type == "max" else 0.0)
     ry, rx = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
 
     def read(b: Any, ch: Any, y: Any, x: Any) -> Any:
@@ -350,13 +255,13 @@ def adaptive_pool(data: Any, output_size: Any, pool_type: str = "avg", layout: s
         raise TEError(f"topi.nn.adaptive_pool: supports pool_type 'max'/'avg' on NCHW rank-4 data, got "
                       f"{pool_type!r}, {layout!r}, shape {shape_names(data.shape)}")
     n, c = data.shape[:2]
-    h, w = (_static(d, "nn.adaptive_pool", "spatial sizes") for d in data.shape[2:])
+    h, w = (static_dim(d, "nn.adaptive_pool", "spatial sizes") for d in data.shape[2:])
     sizes = (None, None) if output_size is None else (
         (output_size, output_size) if isinstance(output_size, int) else tuple(output_size))
     if len(sizes) != 2:
         raise TEError(f"topi.nn.adaptive_pool: output_size must be an int or a pair, got {output_size!r}")
     oh, ow = (s if v is None else v for s, v in zip((h, w), sizes))
-    _pair((oh, ow), "nn.adaptive_pool", "output_size")
+    window_pair((oh, ow), "nn.adaptive_pool", "output_size")
     name = f"adaptive_{pool_type}_pool2d"
     if (oh, ow) == (1, 1):
         rh, rw = te.reduce_axis((0, h), "rh"), te.reduce_axis((0, w), "rw")

@@ -13,7 +13,7 @@ from ..tensor_types import is_float
 from ._util import check_tensor
 from .. import te
 
-__all__ = ["pad"]
+__all__ = ["pad", "pad_hw"]
 
 
 def pad(data: Any, pad_before: Sequence[int], pad_after: Sequence[int] | None = None,
@@ -92,3 +92,9 @@ def _pad_value(value: Any, dtype: str) -> Any:
     if not is_float(dtype) and not (math.isfinite(value) and float(value).is_integer()):
         raise TEError(f"topi.nn.pad: pad_value {value!r} does not fit the {dtype} tensor")
     return te.const(value, dtype)
+
+
+def pad_hw(data: Any, pads: tuple[int, int, int, int], value: float) -> Any:
+    """``data`` padded around H and W with ``value`` (:func:`pad`), or ``data`` itself."""
+    top, left, bottom, right = pads
+    return pad(data, (0, 0, top, left), (0, 0, bottom, right), pad_value=value) if any(pads) else data

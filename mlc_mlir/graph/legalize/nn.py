@@ -11,12 +11,17 @@ __all__ = ["NN_LEGALIZE"]
 
 
 def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
-    """``topi.nn.conv2d``; the program is named "depthwise_conv2d" for ``groups == C`` with
-    one input channel per group, "group_conv2d" for other groups, else "conv2d"."""
+    """``groups == 1``: ``topi.nn.conv2d_gemm`` (im2col + a contraction the schedule rules
+    tile like a matmul), named "conv2d"; otherwise ``topi.nn.conv2d``, named
+    "depthwise_conv2d" for ``groups == C`` with one input channel per group, else
+    "group_conv2d"."""
     a = call.attrs
     data, weight = call.args
     groups = int(a.get("groups", 1))
-    name = "conv2d" if groups == 1 else "depthwise_conv2d" if weight.shape[1] == 1 else "group_conv2d"
+    if groups == 1:
+        return bb.call_te(topi.nn.conv2d_gemm, data, weight, a.get("strides", 1), a.get("padding", 0),
+                          a.get("dilation", 1), primfunc_name_hint="conv2d")
+    name = "depthwise_conv2d" if weight.shape[1] == 1 else "group_conv2d"
     return bb.call_te(topi.nn.conv2d, data, weight, a.get("strides", 1), a.get("padding", 0),
                       a.get("dilation", 1), "NCHW", groups, primfunc_name_hint=name)
 
