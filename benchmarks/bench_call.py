@@ -4,9 +4,12 @@ Four calls, each timed in this process next to ``np.add(a, b, out=c)`` on 10 flo
 (the ratio is per-call time / np.add's; best of interleaved runs of both):
 
 - ``rt["add"](a, b, c)``: a static 10-element kernel, C = A + B;
-- ``rt["addn"](a, b, c)``: the same kernel on a symbolic length ``n``; each also through
-  ``call_checked`` (the path of calls the fast entry declines: NDArray, DLPack, strided);
-- ``vm["main"](a, b)``: a one-op graph (``op.add``), output allocated by the VM;
+- ``rt["addn"](a, b, c)``: the same kernel on a symbolic length ``n``; each also with
+  ``mlc.runtime`` arrays (the course's ``tvm.nd.array`` style: the fast entry reads the NumPy
+  array inside), through ``call_checked`` (the path of calls the fast entry declines:
+  DLPack, strided), and exported and loaded back (``export_library`` + ``load_module``);
+- ``vm["main"](a, b)``: a one-op graph (``op.add``), output allocated by the VM (also with
+  ``mlc.runtime`` arrays);
 - ``vm["main"](x)``: the digits MLP (64 -> 128 -> 10) at batch 1 with bound weights,
   next to NumPy's own forward pass and to the compiled call alone (``time_evaluator``).
 
@@ -18,6 +21,7 @@ Every call is checked against NumPy before it is timed. Prints the host CPU firs
 from __future__ import annotations
 
 import platform
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -110,17 +114,31 @@ def main() -> None:
     a, b = rng.random(10, dtype=np.float32), rng.random(10, dtype=np.float32)
     c = np.empty(10, np.float32)
     np_add = lambda x, y, z: np.add(x, y, out=z)  # noqa: E731
-    for n, name in ((10, "add"), ("n", "addn")):
-        f = mlc.build(add_kernel(n, name))[name]
-        f(a, b, c)
-        np.testing.assert_array_equal(c, a + b)
-        kind = "symbolic" if n == "n" else "static"
-        row(f'rt["{name}"](a, b, c) ({kind})', f, (a, b, c), np_add, (a, b, c), "np.add")
-        row(f'  checked in Python (.call_checked, {kind})', f.call_checked, (a, b, c), np_add, (a, b, c), "np.add")
+    nd_a, nd_b, nd_c = mlc.runtime.array(a), mlc.runtime.array(b), mlc.runtime.empty((10,), "float32")
+    with tempfile.TemporaryDirectory(prefix="bench-call-") as tmp:
+        for n, name in ((10, "add"), ("n", "addn")):
+            rt = mlc.build(add_kernel(n, name))
+            f = rt[name]
+            f(a, b, c)
+            np.testing.assert_array_equal(c, a + b)
+            f(nd_a, nd_b, nd_c)
+            np.testing.assert_array_equal(nd_c.numpy(), a + b)
+            kind = "symbolic" if n == "n" else "static"
+            row(f'rt["{name}"](a, b, c) ({kind})', f, (a, b, c), np_add, (a, b, c), "np.add")
+            row(f'  mlc.runtime arrays ({kind})', f, (nd_a, nd_b, nd_c), np_add, (a, b, c),
+                "np.add")
+            row(f'  checked in Python (.call_checked, {kind})', f.call_checked, (a, b, c), np_add, (a, b, c),
+                "np.add")
+            rt.export_library(f"{tmp}/{name}.so")  # the same kernel exported and loaded back
+            g = mlc.runtime.load_module(f"{tmp}/{name}.so")[name]
+            g(a, b, c)
+            np.testing.assert_array_equal(c, a + b)
+            row(f'  loaded library ({kind})', g, (a, b, c), np_add, (a, b, c), "np.add")
     vm = mlc.graph.VirtualMachine(mlc.graph.build(one_op_graph()), mlc.cpu())
     f = vm["main"]
     np.testing.assert_array_equal(f(a, b).numpy(), a + b)
     row('vm["main"](a, b) (one-op graph)', f, (a, b), np_add, (a, b, c), "np.add")
+    row('  mlc.runtime arrays', f, (nd_a, nd_b), np_add, (a, b, c), "np.add")
 
     params = {"w0": (rng.standard_normal((128, 64)) / 8).astype("float32"),
               "b0": rng.standard_normal(128).astype("float32"),

@@ -176,7 +176,11 @@ def _py_entry(i: int, plan: FastPlan, abi: dict[str, int], dtype_slot: dict[str,
     for k, dims in enumerate(plan.dims):
         r = len(dims)
         mask = _C_CONTIGUOUS | _ALIGNED | (_WRITEABLE if plan.outputs[k] else 0)
-        lines += [f"  char *p{k}; int64_t *s{k}; mlc_memref_{r} d{k};", "  {", f"    void *o = args[{k}];",
+        lines += [f"  char *p{k}; int64_t *s{k}; mlc_memref_{r} d{k};", "  {", f"    void *o = args[{k}];"]
+        if abi.get("wrapper_data", -1) >= 0:  # an exact mlc NDArray: the NumPy array in its slot
+            lines.append(f"    if (MLC_LOAD(void *, o, {abi['ob_type']}) == T[7] && MLC_LOAD(void *, o, "
+                         f"{abi['wrapper_data']})) o = MLC_LOAD(void *, o, {abi['wrapper_data']});")
+        lines += [
                   f"    if (MLC_LOAD(void *, o, {abi['ob_type']}) != T[0]) goto fallback;",
                   f"    if (MLC_LOAD(int32_t, o, {abi['nd']}) != {r} || MLC_LOAD(void *, o, {abi['descr']}) != "
                   f"T[{dtype_slot[str(plan.dtypes[k])]}] || (MLC_LOAD(int32_t, o, {abi['flags']}) & {mask}) != "

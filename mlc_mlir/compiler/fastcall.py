@@ -9,13 +9,14 @@ arguments all have the identity layout an LLVM function
 
 that makes every check of the Python path (:meth:`CompiledFunction._prepare`) in compiled
 code, once per signature: arity; each argument an exact ``numpy.ndarray`` whose dtype is
-the builtin descriptor; rank; C-contiguous and aligned (outputs also writeable); static
+the builtin descriptor (an exact ``mlc.runtime.NDArray`` counts as the array it owns, read
+from its slot); rank; C-contiguous and aligned (outputs also writeable); static
 dimensions; one value per shape symbol; no output overlapping another argument. Then it
 calls the expanded memref ABI of ``@f`` with the arrays' data pointers (releasing the GIL
 when the arguments span more than :data:`GIL_RELEASE_BYTES`), runs ``self[1]()`` unless
 it is None (the module's after-call hook) and returns ``None``. On any mismatch it
 returns ``self[0](*args)``: the Python path, which converts what it can
-(NDArray, DLPack objects, non-contiguous inputs, subclasses) and raises the
+(DLPack objects, non-contiguous inputs, subclasses) and raises the
 :class:`ArgumentError` with the message users know. :func:`make_builtin` turns the
 entry's address into a builtin function object (``PyCFunction_NewEx``), so a call costs a
 builtin call and no ctypes marshalling.
@@ -28,7 +29,8 @@ end of the lowered module. For ``@add`` on three ``memref<10xf32>`` (``mlc-opt
       %c3 = llvm.mlir.constant(3 : i64) : i64
       %arity = llvm.icmp "eq" %nargs, %c3 : i64
       llvm.cond_br %arity, ^bb1, ^fallback
-    ^bb1:       // per argument: ob_type == numpy.ndarray, then nd, descr, flags, then dims == 10
+    ^bb1:       // per argument: an NDArray's slot read through llvm.select (no branch), then
+                // ob_type == numpy.ndarray, then nd, descr, flags, then dims == 10
       ...
       llvm.cond_br %overlap, ^fallback, ^checked
     ^checked:   // above GIL_RELEASE_BYTES, PyEval_SaveThread/RestoreThread around the call
@@ -59,7 +61,8 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import llvm
 
-from ..runtime.fastcall import FastPlan, ndarray_layout
+from ..runtime.fastcall import FastPlan, ndarray_layout, wrapper_layout
+from ..runtime.ndarray import NDArray
 
 __all__ = ["GIL_RELEASE_BYTES", "add_entries", "build_address_getter", "build_entry"]
 
@@ -152,9 +155,25 @@ class _Emitter:
 _WRAPPING = {"add": llvm.AddOp, "sub": llvm.SubOp, "mul": llvm.MulOp}
 
 
+def _unwrapped(e: _Emitter, k: int, obj: ir.Value, lay: dict[str, int]) -> ir.Value:
+    """Argument ``k``, or for an exact ``mlc.runtime.NDArray`` the NumPy array in its slot.
+
+    Without branches: the address read is the slot's for an NDArray, else ``&args[k]``
+    (``obj`` itself); an empty slot gives ``obj`` back (then declined as not an ndarray)."""
+    off = wrapper_layout()
+    if off is None:
+        return obj
+    is_wrapper = e.cmp("eq", e.load(obj, lay["ob_type"], e.i64), e.const(id(NDArray)))
+    slot = llvm.GEPOp(e.ptr, obj, [], [off], ir.TypeAttr.get(e.i8), None, ip=e.ip).result
+    own = llvm.GEPOp(e.ptr, e.args[1], [], [k], ir.TypeAttr.get(e.ptr), None, ip=e.ip).result
+    inner = llvm.LoadOp(e.ptr, llvm.SelectOp(is_wrapper, slot, own, ip=e.ip).result, ip=e.ip).result
+    return llvm.SelectOp(e.cmp("eq", inner, e.null()), obj, inner, ip=e.ip).result
+
+
 def _check_argument(e: _Emitter, k: int, obj: ir.Value, plan: FastPlan, lay: dict[str, int],
                     symbols: dict[str, ir.Value]) -> tuple[ir.Value, list[ir.Value]]:
     """Type, dtype, rank, flags and dims of argument ``k``; returns (data pointer, sizes)."""
+    obj = _unwrapped(e, k, obj, lay)
     ob_type = e.load(obj, lay["ob_type"], e.i64)
     exact = e.block()  # an exact ndarray: its fields can be read
     e.cond_br(e.cmp("eq", ob_type, e.const(id(np.ndarray))), exact, e.fallback)

@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from .memref import MLIR_TO_NUMPY
+from .ndarray import NDArray, cpu
 from .signature import FuncSignature
 
-__all__ = ["FastPlan", "plan_of", "fast_plans", "ndarray_layout", "entry_address", "make_builtin"]
+__all__ = ["FastPlan", "plan_of", "fast_plans", "ndarray_layout", "wrapper_layout", "entry_address",
+           "make_builtin"]
 
 _METH_FASTCALL = 0x0080
 _VP = ctypes.c_void_p
@@ -48,6 +50,17 @@ def ndarray_layout() -> dict[str, int] | None:
         if not ok:
             return None
     return lay
+
+
+@functools.lru_cache(maxsize=1)
+def wrapper_layout() -> int | None:
+    """Byte offset of the NumPy array in an exact :class:`~.ndarray.NDArray` (its ``_data``
+    slot), or None when it does not read back: the fast entries then decline NDArrays."""
+    arr = np.zeros(3, np.float32)
+    nd = NDArray._wrap(arr, cpu())
+    found = [off for off in range(object.__basicsize__, type(nd).__basicsize__, ctypes.sizeof(_VP))
+             if ctypes.c_void_p.from_address(id(nd) + off).value == id(arr)]
+    return found[0] if len(found) == 1 else None
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RuntimeError_
-from .fastcall import FastPlan, ndarray_layout
+from .fastcall import FastPlan, ndarray_layout, wrapper_layout
 from .signature import ArgSpec, FuncSignature
 from .vm import GraphSignature, TensorSpec
 
@@ -42,16 +42,18 @@ METADATA_SYMBOL = "mlc_module_metadata"
 TABLE_SYMBOL = "mlc_py_table"
 #: the first entries of the library's table: objects and C-API functions of the loading process
 PY_SLOTS = ("numpy.ndarray", "None", "PyObject_VectorcallDict", "PyEval_SaveThread", "PyEval_RestoreThread",
-            "Py_IncRef", "Py_DecRef")
+            "Py_IncRef", "Py_DecRef", "mlc_mlir.runtime.NDArray")
 
 
 def abi_layout() -> dict[str, int] | None:
     """Byte offsets the fast entries read in this process (NumPy's array fields, a tuple's
-    first item), or None when NumPy's layout does not read back (no fast entries)."""
+    first item, the array in an ``NDArray``: -1 when unknown), or None when NumPy's layout
+    does not read back (no fast entries)."""
     lay = ndarray_layout()
     if lay is None:
         return None
-    return {**lay, "tuple_items": tuple.__basicsize__}
+    wrapper = wrapper_layout()
+    return {**lay, "tuple_items": tuple.__basicsize__, "wrapper_data": -1 if wrapper is None else wrapper}
 
 
 class Metadata:

@@ -30,6 +30,7 @@ from ..errors import AllocationError, LoweringError, RuntimeError_
 from ..toolchain import openmp_lib
 from .library_format import METADATA_SYMBOL, PY_SLOTS, TABLE_SYMBOL, Metadata, abi_layout, decode
 from .module import RuntimeModule
+from .ndarray import NDArray
 from .vm import CallbackErrors, Executable
 
 __all__ = ["load_module", "LibraryModule"]
@@ -115,8 +116,8 @@ def _fill_table(lib: ctypes.CDLL, meta: Metadata) -> bool:
     """Write this process's objects into the library's table; False if its fast entries cannot run here."""
     if not meta.plans or meta.abi is None or meta.abi != abi_layout():
         return False
-    capi = [ctypes.cast(getattr(ctypes.pythonapi, n), ctypes.c_void_p).value for n in PY_SLOTS[2:]]
-    values = [id(np.ndarray), id(None), *capi, *(id(d) for d in meta.dtypes)]
+    capi = [ctypes.cast(getattr(ctypes.pythonapi, n), ctypes.c_void_p).value for n in PY_SLOTS[2:-1]]
+    values = [id(np.ndarray), id(None), *capi, id(NDArray), *(id(d) for d in meta.dtypes)]
     table = (ctypes.c_void_p * len(values)).in_dll(lib, TABLE_SYMBOL)
     table[:] = values
     return True

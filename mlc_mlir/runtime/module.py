@@ -24,7 +24,7 @@ from .memref import numpy_dtype, packed_args
 from .ndarray import as_numpy
 from .signature import FuncSignature
 
-__all__ = ["RuntimeModule", "CompiledFunction", "ProfileResult"]
+__all__ = ["RuntimeModule", "CompiledFunction", "ProfileResult", "measure", "check_timing"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,34 @@ class ProfileResult:
     def __str__(self) -> str:
         return (f"ProfileResult(mean={self.mean:.6g}s, median={self.median:.6g}s, "
                 f"min={self.min:.6g}s, max={self.max:.6g}s, repeats={len(self.results)})")
+
+
+def check_timing(number: Any, repeat: Any, min_repeat_ms: Any) -> None:
+    """MlcError unless ``number``/``repeat`` are ints >= 1 and ``min_repeat_ms`` a number >= 0."""
+    for what, value in (("number", number), ("repeat", repeat)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise MlcError(f"time_evaluator: {what} must be an int >= 1, got {value!r}")
+    if not isinstance(min_repeat_ms, (int, float)) or min_repeat_ms < 0:
+        raise MlcError(f"time_evaluator: min_repeat_ms must be a number >= 0, got {min_repeat_ms!r}")
+
+
+def measure(run: Callable[[], Any], *, number: int, repeat: int, min_repeat_ms: float) -> ProfileResult:
+    """Seconds per ``run()``: ``repeat`` loops of ``number`` calls (doubled until a loop lasts
+    ``min_repeat_ms``), one mean per loop."""
+    results = []
+    for _ in range(repeat):
+        n = number
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                run()
+            dt = time.perf_counter() - t0
+            if dt * 1e3 >= min_repeat_ms or n > 1 << 24:
+                break
+            n *= 2
+        results.append(dt / n)
+    return ProfileResult(statistics.fmean(results), statistics.median(results), min(results), max(results),
+                         statistics.pstdev(results), tuple(results))
 
 
 class CompiledFunction:
@@ -255,11 +283,7 @@ class RuntimeModule:
 
         Arguments are checked and marshalled once, outside the timed region.
         """
-        for what, value in (("number", number), ("repeat", repeat)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise MlcError(f"time_evaluator: {what} must be an int >= 1, got {value!r}")
-        if not isinstance(min_repeat_ms, (int, float)) or min_repeat_ms < 0:
-            raise MlcError(f"time_evaluator: min_repeat_ms must be a number >= 0, got {min_repeat_ms!r}")
+        check_timing(number, repeat, min_repeat_ms)
         func = self[name]
 
         def evaluate(*args: Any) -> ProfileResult:
@@ -267,22 +291,10 @@ class RuntimeModule:
             packed, keep = func._packed(arrays)
             func._fn(packed)  # warm-up
             self._after_call()
-            results = []
-            for _ in range(repeat):
-                n = number
-                while True:
-                    t0 = time.perf_counter()
-                    for _ in range(n):
-                        func._fn(packed)
-                    dt = time.perf_counter() - t0
-                    if dt * 1e3 >= min_repeat_ms or n > 1 << 24:
-                        break
-                    n *= 2
-                results.append(dt / n)
+            result = measure(lambda: func._fn(packed), number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
             self._after_call()
             del keep
-            return ProfileResult(statistics.fmean(results), statistics.median(results), min(results),
-                                 max(results), statistics.pstdev(results), tuple(results))
+            return result
 
         return evaluate
 

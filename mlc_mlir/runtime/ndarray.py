@@ -64,7 +64,14 @@ def _check_device(device: Device | None) -> Device:
 
 
 class NDArray:
-    """An n-dimensional array on a device (the course's ``tvm.nd.array``)."""
+    """An n-dimensional array on a device (the course's ``tvm.nd.array``).
+
+    Its NumPy array sits in a slot at a fixed offset: the compiled fast entries read it
+    there (``mlc_mlir.runtime.fastcall.wrapper_layout``), so a call with NDArrays costs what
+    one with NumPy arrays does.
+    """
+
+    __slots__ = ("device", "_data", "__weakref__")
 
     def __init__(self, data: np.ndarray, device: Device | None = None):
         self.device = _check_device(device)

@@ -30,7 +30,7 @@ from ..errors import ArgumentError, BuildError, GraphError, RuntimeError_
 from . import cuda_device as cu
 from .checks import check_arity, check_array
 from .memref import descriptor_class, view
-from .module import RuntimeModule
+from .module import ProfileResult, RuntimeModule, check_timing, measure
 from .ndarray import Device, NDArray, as_numpy, cpu
 from .registry import get_func
 
@@ -298,6 +298,30 @@ class VirtualMachine:
         self.executable = ex
         self.device = device
         self._funcs: dict[str, GraphFunction] = {}
+
+    @property
+    def module(self) -> VirtualMachine:
+        """The course's ``vm.module`` (TVM's runtime module of the VM): here the VM itself, so
+        ``vm.module.time_evaluator("main", dev)(x)`` and ``vm.module["main"]`` work."""
+        return self
+
+    def time_evaluator(self, name: str, dev: Device | None = None, *, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0.0) -> Callable[..., ProfileResult]:
+        """A function of the inputs that times ``vm[name](*inputs)`` (checks, output allocation and
+        the compiled call), as the course's ``vm.module.time_evaluator("main", tvm.cpu())(x)``.
+
+        ``mlc.runtime`` arrays are viewed as NumPy arrays once, before timing; ``dev`` is
+        accepted for the course's spelling (the VM's own device runs the code).
+        """
+        check_timing(number, repeat, min_repeat_ms)
+        func = self[name]
+
+        def evaluate(*args: Any) -> ProfileResult:
+            inputs = [a._data if type(a) is NDArray else a for a in args]
+            func(*inputs)  # warm-up, and the checks: an argument error is raised here
+            return measure(lambda: func(*inputs), number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+
+        return evaluate
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
         if name not in self._funcs:

@@ -1,7 +1,7 @@
 // RUN: mlc-opt %s --split-input-file --mlc-lower-to-llvm | filecheck %s
 // The fast entries of compiled functions (compiler/fastcall.py), built with the llvm dialect's
 // builders after the lowering: per public function an entry `mlc_pyfn_<f>(self, args, nargs)`
-// that checks arity and each array (exact ndarray, rank, dtype, flags, dims), calls `@f` with or
+// that checks arity and each array (exact ndarray or NDArray, rank, dtype, flags, dims), calls `@f` with or
 // without the GIL, and returns `self[0](*args)` (the Python path) on any mismatch; and a getter
 // `mlc_pyfn_addr_<f>` of its address. Twin of the example in the module docstring.
 
@@ -12,6 +12,10 @@
 // CHECK: llvm.cond_br %[[ARITY]], ^{{bb[0-9]+}}, ^[[FALLBACK:bb[0-9]+]]
 // CHECK: %[[SLOT:.+]] = llvm.getelementptr %[[ARGS]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK: %[[A:.+]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
+// an exact mlc NDArray counts as the NumPy array in its slot (read without a branch)
+// CHECK: %[[WRAPPED:.+]] = llvm.select %{{.+}}, %{{.+}}, %{{.+}} : i1, !llvm.ptr
+// CHECK: %[[INNER:.+]] = llvm.load %[[WRAPPED]] : !llvm.ptr -> !llvm.ptr
+// CHECK: llvm.select %{{.+}}, %[[A]], %[[INNER]] : i1, !llvm.ptr
 // CHECK: llvm.cond_br %{{.+}}, ^{{bb[0-9]+}}, ^[[FALLBACK]]
 // CHECK: llvm.mlir.constant(257 : i32) : i32
 // CHECK: %[[TEN:.+]] = llvm.mlir.constant(10 : i64) : i64
