@@ -6,28 +6,56 @@
 The program is decomposed to core aten ops (``ep.run_decompositions()``), as torch-mlir
 and IREE's importers do; its lifted parameters and buffers become constants, its user
 inputs the parameters of ``main`` (shapes and dtypes from the example inputs).
+
+Dynamic dimensions (``torch.export.Dim``) stay symbolic: each of torch's size symbols
+(``s0``) is a graph dimension of that name. A size that is a product (``s0*16``, a batch
+flattened into rows) has no graph dimension; its tensor keeps the factors as separate
+dimensions (see :func:`~mlc_mlir.frontend.emit.reshape_symbolic`), which views, matmuls,
+elementwise ops, permutes and softmax accept. A node whose inputs are all constants and
+whose result has a static shape (``arange``, ``full``, a causal mask built from them, a
+transposed weight) is evaluated by torch at import and becomes a constant.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from ..errors import GraphError, MlcError
 from ..graph import BlockBuilder, Var, op
-from ..graph.ir.expr import Expr, const
-from ..tensor_types import normalize_dtype
+from ..graph.ir.expr import Constant, Expr, const
+from ..tensor_types import format_shape, normalize_dtype
 from . import emit as E
+from .emit import SymProduct
 
-__all__ = ["from_exported_program", "ATEN_MAP"]
+__all__ = ["from_exported_program", "ATEN_MAP", "Info"]
 
-Rule = Callable[[BlockBuilder, list, dict], Any]
+Rule = Callable[..., Any]
+
+
+class Info(NamedTuple):
+    """What a rule may need of its node beyond the arguments: torch's result sizes and
+    dtype, and the sizes of the node's arguments (None for non-tensors)."""
+
+    name: str
+    sizes: tuple | None
+    dtype: str | None
+    arg_sizes: list
+
+
+def _info(fn: Callable[..., Any]) -> Rule:
+    fn.needs_info = True  # type: ignore[attr-defined]
+    return fn
 
 
 def _binary(graph_op: Callable[..., Any]) -> Rule:
     def rule(bb: BlockBuilder, a: list, kw: dict) -> Any:
         if kw.get("alpha", 1) != 1:
-            raise GraphError(f"alpha={kw['alpha']} is not supported")
+            b = a[1] * kw["alpha"] if not isinstance(a[1], Expr) else bb.emit(op.multiply(a[1], kw["alpha"]))
+            return bb.emit(graph_op(a[0], b))
         return bb.emit(graph_op(a[0], a[1]))
 
     return rule
@@ -37,61 +65,124 @@ def _unary(graph_op: Callable[..., Any]) -> Rule:
     return lambda bb, a, kw: bb.emit(graph_op(a[0]))
 
 
-def _gelu(bb: BlockBuilder, a: list, kw: dict) -> Any:
-    if kw.get("approximate", "none") != "none":
-        raise GraphError(f"gelu(approximate={kw['approximate']!r}) is not supported (only the exact form)")
-    return bb.emit(op.gelu(a[0]))
+def _scalar_first(graph_op: Callable[..., Any]) -> Rule:
+    """``rsub(x, c)``: ``c - x``."""
+    return lambda bb, a, kw: bb.emit(graph_op(a[1], a[0]))
+
+
+def _addmm(bb: BlockBuilder, a: list, kw: dict) -> Any:
+    bias, x, w, beta, alpha = a[:5]
+    out = bb.emit(op.matmul(x, w))
+    if alpha != 1:
+        out = bb.emit(op.multiply(out, float(alpha)))
+    if beta == 0:
+        return out
+    return bb.emit(op.add(out, bias if beta == 1 else bb.emit(op.multiply(bias, float(beta)))))
 
 
 def _convolution(bb: BlockBuilder, a: list, kw: dict) -> Any:
     x, w, b, stride, padding, dilation, transposed, _, groups = a[:9]
     if transposed:
         raise GraphError("transposed convolution is not supported")
+    if x.ndim != 4:
+        raise GraphError(f"only 2-D convolution (NCHW input) is supported, got input {format_shape(x.shape)}")
     return E.conv2d(bb, x, w, b, stride, padding, dilation, groups)
 
 
-def _conv2d(bb: BlockBuilder, a: list, kw: dict) -> Any:
-    """``aten.conv2d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1)``."""
-    defaults = [None, None, None, 1, 0, 1, 1]
-    x, w, b, stride, padding, dilation, groups = [*a, *defaults[len(a):]]
-    return E.conv2d(bb, x, w, b, stride, padding, dilation, groups)
+@_info
+def _view(bb: BlockBuilder, a: list, kw: dict, info: Info) -> Any:
+    return E.reshape_symbolic(bb, a[0], info.sizes)
+
+
+@_info
+def _expand(bb: BlockBuilder, a: list, kw: dict, info: Info) -> Any:
+    if info.arg_sizes[0] == info.sizes:
+        return a[0]
+    if tuple(a[0].shape) != info.arg_sizes[0]:
+        raise GraphError("expand of a tensor whose symbolic size is a product is not supported")
+    return E.expand(bb, a[0], info.sizes)
+
+
+def _torch_axes(x: Expr, sizes: tuple | None) -> list[list[int]]:
+    """The graph axes of each of torch's axes of ``x`` (more than one where a symbolic
+    product is kept split)."""
+    groups = E.dim_groups(x.shape, sizes) if sizes is not None else None
+    return groups if groups is not None else [[i] for i in range(x.ndim)]
+
+
+@_info
+def _permute(bb: BlockBuilder, a: list, kw: dict, info: Info) -> Any:
+    groups = _torch_axes(a[0], info.arg_sizes[0])
+    axes = [g for d in a[1] for g in groups[E.norm_axis(d, len(groups))]]
+    return a[0] if axes == sorted(axes) else bb.emit(op.permute_dims(a[0], axes))
+
+
+@_info
+def _transpose(bb: BlockBuilder, a: list, kw: dict, info: Info) -> Any:
+    groups = _torch_axes(a[0], info.arg_sizes[0])
+    order = list(range(len(groups)))
+    d0, d1 = E.norm_axis(a[1], len(groups)), E.norm_axis(a[2], len(groups))
+    order[d0], order[d1] = order[d1], order[d0]
+    axes = [g for d in order for g in groups[d]]
+    return a[0] if axes == sorted(axes) else bb.emit(op.permute_dims(a[0], axes))
+
+
+@_info
+def _softmax(bb: BlockBuilder, a: list, kw: dict, info: Info) -> Any:
+    groups = _torch_axes(a[0], info.arg_sizes[0])
+    group = groups[E.norm_axis(a[1], len(groups))]
+    if len(group) != 1:
+        raise GraphError("softmax along a symbolic size that is a product is not supported")
+    return E.softmax(bb, a[0], group[0])
 
 
 def _max_pool(bb: BlockBuilder, a: list, kw: dict) -> Any:
-    x, kernel = a[0], a[1]
-    stride = a[2] if len(a) > 2 else []
-    padding = a[3] if len(a) > 3 else 0
-    dilation = a[4] if len(a) > 4 else 1
-    ceil = a[5] if len(a) > 5 else False
+    x, kernel, stride, padding, dilation, ceil = a[:6]
     return (E.max_pool2d(bb, x, kernel, stride, padding, dilation, ceil), None)
 
 
-def _batch_norm(bb: BlockBuilder, a: list, kw: dict) -> Any:
-    x, w, b, mean, var, _, eps = a[:7]
-    return (E.batch_norm(bb, x, w, b, mean, var, eps), None, None)
+def _reduce(name: str) -> Rule:
+    def rule(bb: BlockBuilder, a: list, kw: dict) -> Any:
+        if kw.get("dtype") is not None:
+            raise GraphError(f"{name} with dtype={kw['dtype']} is not supported")
+        return E.reduce(bb, name, a[0], a[1] if len(a) > 1 else None, a[2] if len(a) > 2 else False)
+
+    return rule
 
 
-def _layer_norm(bb: BlockBuilder, a: list, kw: dict) -> Any:
-    x, shape, w, b, eps = a[:5]
-    return (E.layer_norm(bb, x, shape, w, b, eps), None, None)
+@_info
+def _to_copy(bb: BlockBuilder, a: list, kw: dict, info: Info) -> Any:
+    return E.cast(bb, a[0], info.dtype)
 
 
-def _addmm(bb: BlockBuilder, a: list, kw: dict) -> Any:
-    if kw.get("beta", 1) != 1 or kw.get("alpha", 1) != 1:
-        raise GraphError("addmm with alpha/beta other than 1 is not supported")
-    return bb.emit(op.add(bb.emit(op.matmul(a[1], a[2])), a[0]))
+@_info
+def _full_like(bb: BlockBuilder, a: list, kw: dict, info: Info) -> Any:
+    return bb.emit(op.full_like(a[0], a[1], info.dtype))
 
 
-def _softmax(bb: BlockBuilder, a: list, kw: dict) -> Any:
-    return E.softmax(bb, a[0], a[1])
+def _where(bb: BlockBuilder, a: list, kw: dict) -> Any:
+    cond, x, y = a[:3]
+    like = x if isinstance(x, Expr) else y
+    x = const(np.array(x, dtype=np.dtype(like.dtype))) if not isinstance(x, Expr) else x
+    y = const(np.array(y, dtype=np.dtype(like.dtype))) if not isinstance(y, Expr) else y
+    return bb.emit(op.where(cond, x, y))
 
 
-def _flatten(bb: BlockBuilder, a: list, kw: dict) -> Any:
-    return E.flatten(bb, a[0], a[1] if len(a) > 1 else 0, a[2] if len(a) > 2 else -1)
-
-
-def _linear(bb: BlockBuilder, a: list, kw: dict) -> Any:
-    return E.linear(bb, a[0], a[1], a[2] if len(a) > 2 else None)
+def _index(bb: BlockBuilder, a: list, kw: dict) -> Any:
+    """``x[i0, i1, ...]`` (``index.Tensor``): one index tensor is a ``take``; several constant
+    ones on the leading dimensions are one ``take`` of their flat positions."""
+    x, indices = a[0], list(a[1])
+    if all(i is None for i in indices[1:]) and isinstance(indices[0], Expr):
+        return E.embedding(bb, x, indices[0]) if x.ndim >= 1 else None
+    if any(not isinstance(i, Constant) for i in indices) or not all(isinstance(d, int) for d in
+                                                                      x.shape[:len(indices)]):
+        raise GraphError("indexing with several index tensors is supported only for constant indices on "
+                         "static dimensions")
+    dims = x.shape[:len(indices)]
+    flat = np.ravel_multi_index(np.broadcast_arrays(*[i.data.astype(np.int64) for i in indices]), dims,
+                                mode="wrap")
+    rows = bb.emit(op.reshape(x, (int(np.prod(dims)), *x.shape[len(indices):])))
+    return bb.emit(op.take(rows, const(flat.astype(np.int64)), 0))
 
 
 def _identity(bb: BlockBuilder, a: list, kw: dict) -> Any:
@@ -101,23 +192,62 @@ def _identity(bb: BlockBuilder, a: list, kw: dict) -> Any:
 #: aten op (overload packet name, ``aten.addmm.default`` -> ``"addmm"``) -> rule(bb, args, kwargs)
 ATEN_MAP: dict[str, Rule] = {
     "add": _binary(op.add), "sub": _binary(op.subtract), "mul": _binary(op.multiply),
-    "div": _binary(op.divide), "mm": _binary(op.matmul), "matmul": _binary(op.matmul),
-    "addmm": _addmm, "linear": _linear,
-    "relu": _unary(op.relu), "sigmoid": _unary(op.sigmoid), "tanh": _unary(op.tanh), "gelu": _gelu,
-    "view": lambda bb, a, kw: bb.emit(op.reshape(a[0], tuple(a[1]))),
-    "reshape": lambda bb, a, kw: bb.emit(op.reshape(a[0], tuple(a[1]))),
-    "_unsafe_view": lambda bb, a, kw: bb.emit(op.reshape(a[0], tuple(a[1]))),
-    "permute": lambda bb, a, kw: bb.emit(op.permute_dims(a[0], tuple(a[1]))),
-    "t": lambda bb, a, kw: bb.emit(op.permute_dims(a[0])),
-    "transpose": lambda bb, a, kw: E.transpose(bb, a[0], int(a[1]), int(a[2])),
-    "flatten": _flatten, "_softmax": _softmax, "softmax": _softmax,
-    "convolution": _convolution, "conv2d": _conv2d,
+    "div": _binary(op.divide), "mm": _binary(op.matmul), "bmm": _binary(op.matmul),
+    "matmul": lambda bb, a, kw: E.matmul(bb, a[0], a[1]), "rsub": _scalar_first(op.subtract),
+    "addmm": _addmm, "linear": lambda bb, a, kw: E.linear(bb, a[0], a[1], a[2]),
+    "pow": _binary(op.power), "maximum": _binary(op.maximum), "minimum": _binary(op.minimum),
+    "eq": _binary(op.equal), "ne": _binary(op.not_equal), "lt": _binary(op.less), "le": _binary(op.less_equal),
+    "gt": _binary(op.greater), "ge": _binary(op.greater_equal), "logical_not": _unary(op.logical_not),
+    "logical_and": _binary(op.logical_and), "logical_or": _binary(op.logical_or),
+    "bitwise_and": _binary(op.bitwise_and), "bitwise_or": _binary(op.bitwise_or), "where": _where,
+    "relu": _unary(op.relu), "sigmoid": _unary(op.sigmoid), "tanh": _unary(op.tanh),
+    "exp": _unary(op.exp), "log": _unary(op.log), "sqrt": _unary(op.sqrt), "rsqrt": _unary(op.rsqrt),
+    "erf": _unary(op.erf), "neg": _unary(op.negative), "abs": _unary(op.abs), "sin": _unary(op.sin),
+    "cos": _unary(op.cos), "floor": _unary(op.floor), "ceil": _unary(op.ceil),
+    "gelu": lambda bb, a, kw: E.gelu(bb, a[0], kw.get("approximate", "none")),
+    "hardtanh": lambda bb, a, kw: bb.emit(op.clip(a[0], float(a[1]), float(a[2]))),
+    "clamp": lambda bb, a, kw: bb.emit(op.clip(a[0], a[1], a[2])),
+    "view": _view, "reshape": _view, "_unsafe_view": _view, "expand": _expand,
+    "permute": _permute, "transpose": _transpose, "t": lambda bb, a, kw: bb.emit(op.permute_dims(a[0])),
+    "flatten": lambda bb, a, kw: E.flatten(bb, a[0], a[1], a[2]),
+    "unsqueeze": lambda bb, a, kw: E.unsqueeze(bb, a[0], a[1]),
+    "squeeze": lambda bb, a, kw: E.squeeze(bb, a[0], a[1] if len(a) > 1 else None),
+    "slice": lambda bb, a, kw: E.slice_axis(bb, a[0], a[1], a[2], a[3], a[4]),
+    "select": lambda bb, a, kw: E.select(bb, a[0], a[1], a[2]),
+    "split_with_sizes": lambda bb, a, kw: E.split(bb, a[0], list(a[1]), a[2]),
+    "split": lambda bb, a, kw: E.split(bb, a[0], a[1], a[2]),
+    "cat": lambda bb, a, kw: E.concat(bb, a[0], a[1]),
+    "embedding": lambda bb, a, kw: E.embedding(bb, a[0], a[1]),
+    "index": _index, "index_select": lambda bb, a, kw: bb.emit(op.take(a[0], a[2], E.norm_axis(a[1], a[0].ndim))),
+    "_softmax": _softmax, "softmax": _softmax,
+    "mean": _reduce("mean"), "sum": _reduce("sum"), "amax": _reduce("max"), "amin": _reduce("min"),
+    "prod": _reduce("prod"), "any": _reduce("any"), "all": _reduce("all"),
+    "convolution": _convolution, "conv2d": lambda bb, a, kw: E.conv2d(bb, *a[:7]),
     "max_pool2d_with_indices": _max_pool,
     "max_pool2d": lambda bb, a, kw: _max_pool(bb, a, kw)[0],
-    "_native_batch_norm_legit_no_training": _batch_norm,
-    "native_layer_norm": _layer_norm,
-    "clone": _identity, "alias": _identity, "detach": _identity, "dropout": _identity,
+    "avg_pool2d": lambda bb, a, kw: E.avg_pool2d(bb, *a[:7]),
+    "_adaptive_avg_pool2d": lambda bb, a, kw: E.adaptive_avg_pool2d(bb, a[0], a[1]),
+    "adaptive_avg_pool2d": lambda bb, a, kw: E.adaptive_avg_pool2d(bb, a[0], a[1]),
+    "_native_batch_norm_legit_no_training": lambda bb, a, kw: (E.batch_norm(bb, *a[:5], a[6]), None, None),
+    "native_layer_norm": lambda bb, a, kw: (E.layer_norm(bb, *a[:5]), None, None),
+    "masked_fill": lambda bb, a, kw: E.masked_fill(bb, a[0], a[1], a[2]),
+    "_to_copy": _to_copy, "full_like": _full_like,
+    "clone": _identity, "alias": _identity, "detach": _identity, "dropout": _identity, "contiguous": _identity,
+    "lift_fresh_copy": _identity,
 }
+
+#: ops that accept an input whose symbolic product size is kept split (elementwise ops,
+#: matmuls, views, axis permutations, softmax along an unsplit axis)
+GROUPED = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+           "where", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs", "gelu",
+           "hardtanh", "clamp", "logical_not", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
+           "mm", "bmm", "addmm", "view", "reshape", "_unsafe_view", "expand", "permute", "transpose",
+           "_softmax", "softmax", "native_layer_norm", "clone", "alias", "detach", "dropout", "contiguous",
+           "_to_copy"}
+
+#: aten ops that only check shapes or metadata at run time in torch: nothing to emit
+DROPPED = {"_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size",
+           "_assert_async", "_print"}
 
 
 def _arg(env: dict, value: Any) -> Any:
@@ -136,9 +266,109 @@ def _aten_name(target: Any) -> str:
     return parts[1] if len(parts) >= 2 and parts[0] == "aten" else text
 
 
-def _call(bb: BlockBuilder, node: Any, env: dict, aten_map: dict[str, Rule]) -> Any:
-    import operator
+def _dim(value: Any) -> int | str | SymProduct:
+    """A torch size (int or SymInt) as a graph size: an int, a symbol name or a product."""
+    import torch
 
+    if isinstance(value, int):
+        return int(value)
+    if not isinstance(value, torch.SymInt):
+        raise GraphError(f"size {value!r} is not an int or a torch.SymInt")
+    expr = value.node.expr
+    if expr.is_Integer:
+        return int(expr)
+    if expr.is_Symbol:
+        return str(expr)
+    coef, factors = expr.as_coeff_mul()
+    syms: list[str] = []
+    for f in factors:
+        if f.is_Symbol:
+            syms.append(str(f))
+        elif f.is_Pow and f.base.is_Symbol and f.exp.is_Integer and int(f.exp) > 0:
+            syms += [str(f.base)] * int(f.exp)
+        else:
+            raise GraphError(f"symbolic size {expr} is not a product of symbols and an int")
+    if not coef.is_Integer:
+        raise GraphError(f"symbolic size {expr} is not a product of symbols and an int")
+    return SymProduct(int(coef), tuple(sorted(syms)))
+
+
+def _sizes(val: Any) -> tuple | None:
+    """The graph sizes of a node's ``meta["val"]`` tensor (None when it is not a tensor)."""
+    shape = getattr(val, "shape", None)
+    return None if shape is None else tuple(_dim(d) for d in shape)
+
+
+def _dtype(val: Any) -> str | None:
+    dtype = getattr(val, "dtype", None)
+    if dtype is None:
+        return None
+    return normalize_dtype(str(dtype).replace("torch.", ""), allow_bool=True, error=GraphError)
+
+
+def _is_static(val: Any) -> bool:
+    if isinstance(val, (list, tuple)):
+        return all(_is_static(v) for v in val)
+    shape = getattr(val, "shape", None)
+    return shape is not None and all(isinstance(d, int) for d in shape)
+
+
+def _bind(target: Any, args: list, kwargs: dict) -> tuple[list, dict]:
+    """Arguments in schema order with the defaults filled in (and all of them by name)."""
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return args, kwargs
+    full, named = [], {}
+    for i, a in enumerate(schema.arguments):
+        if i < len(args) and not a.kwarg_only:
+            v = args[i]
+        elif a.name in kwargs:
+            v = kwargs[a.name]
+        elif a.has_default_value():
+            v = a.default_value
+        else:
+            v = None
+        full.append(v)
+        named[a.name] = v
+    return full, named
+
+
+def _fold(node: Any, env: dict) -> Any:
+    """Evaluate ``node`` with torch on its constant inputs, or None when it cannot be."""
+    import torch
+    from torch import fx
+
+    inputs = [a for a in (*node.args, *node.kwargs.values()) for a in (a if isinstance(a, (list, tuple)) else [a])]
+    if not isinstance(node.target, torch._ops.OpOverload) or not _is_static(node.meta.get("val")):
+        return None
+    if any(isinstance(a, fx.Node) and not isinstance(env[a], Constant) for a in inputs):
+        return None
+
+    def value(v: Any) -> Any:
+        if isinstance(v, fx.Node):
+            return torch.from_numpy(np.array(env[v].data))
+        if isinstance(v, (list, tuple)):
+            return type(v)(value(x) for x in v)
+        return v
+
+    with torch.no_grad():
+        out = node.target(*value(node.args), **{k: value(v) for k, v in node.kwargs.items()})
+    if isinstance(out, (list, tuple)):
+        return type(out)(E.to_const(o) if isinstance(o, torch.Tensor) else o for o in out)
+    return E.to_const(out) if isinstance(out, torch.Tensor) else None
+
+
+def _grouped_input(node: Any, env: dict) -> str | None:
+    """An input of ``node`` whose graph shape splits a symbolic product of torch's sizes, as
+    ``"name (sizes)"``; None when there is none."""
+    for a in node.all_input_nodes:
+        value, sizes = env.get(a), _sizes(a.meta.get("val"))
+        if isinstance(value, Expr) and sizes is not None and tuple(value.shape) != sizes:
+            return f"{a.name!r} of sizes ({', '.join(map(str, sizes))})"
+    return None
+
+
+def _call(bb: BlockBuilder, node: Any, env: dict, aten_map: dict[str, Rule]) -> Any:
     if node.target is operator.getitem:
         value = env[node.args[0]][node.args[1]]
         if value is None:
@@ -146,16 +376,43 @@ def _call(bb: BlockBuilder, node: Any, env: dict, aten_map: dict[str, Rule]) -> 
                              "which is not supported (only the first result of pooling/normalization)")
         return value
     name = _aten_name(node.target)
+    if name in DROPPED:
+        return None
+    val = node.meta.get("val")
+    if not hasattr(val, "shape") and not isinstance(val, (list, tuple)) and val is not None:
+        return _dim(val)  # a size: sym_size.int, s0 * 16 ...
+    folded = _fold(node, env)
+    if folded is not None:
+        return folded
     rule = aten_map.get(name)
     if rule is None:
         raise GraphError(f"from_exported_program: node {node.name!r} calls {node.target}, which has no "
                          f"translation; supported aten ops: {', '.join(sorted(aten_map))}")
-    args = [_arg(env, a) for a in node.args]
-    kwargs = {k: _arg(env, v) for k, v in node.kwargs.items()}
+    grouped = _grouped_input(node, env)
+    if grouped and name not in GROUPED:
+        raise GraphError(f"from_exported_program: node {node.name!r} ({node.target}): input {grouped} has "
+                         f"a symbolic size that is a product, which {name} does not support")
+    args, kwargs = _bind(node.target, [_arg(env, a) for a in node.args],
+                         {k: _arg(env, v) for k, v in node.kwargs.items()})
+    info = Info(node.name, _sizes(val), _dtype(val),
+                [_sizes(a.meta.get("val")) if hasattr(a, "meta") else None for a in node.args])
     try:
+        if getattr(rule, "needs_info", False):
+            return rule(bb, args, kwargs, info)
         return rule(bb, args, kwargs)
     except MlcError as exc:
         raise GraphError(f"from_exported_program: node {node.name!r} ({node.target}): {exc}") from exc
+
+
+def _check_result(node: Any, value: Any) -> None:
+    sizes = _sizes(node.meta.get("val"))
+    if not isinstance(value, Expr) or sizes is None or tuple(value.shape) == sizes:
+        return
+    if sizes == () and tuple(value.shape) == (1,):  # a 0-d constant is stored with shape (1,)
+        return
+    if E.dim_groups(value.shape, sizes) is None:
+        raise GraphError(f"from_exported_program: node {node.name!r} ({node.target}) gave shape "
+                         f"{format_shape(value.shape)}, torch says ({', '.join(map(str, sizes))})")
 
 
 def _state(ep: Any, node: Any) -> Any:
@@ -168,12 +425,24 @@ def _state(ep: Any, node: Any) -> Any:
     return None
 
 
+def _input(node: Any) -> Var:
+    sizes = _sizes(node.meta["val"])
+    bad = [s for s in sizes if isinstance(s, SymProduct)]
+    if bad:
+        raise GraphError(f"from_exported_program: input {node.name!r} has size {bad[0]}; an input's sizes "
+                         "must be ints or single symbols")
+    return Var(node.name, sizes, _dtype(node.meta["val"]))
+
+
 def from_exported_program(exported_program: Any, *, aten_map: dict[str, Rule] | None = None):
     """Translate ``torch.export.export(model, args)`` into a graph module with function ``main``.
 
     Args:
-        exported_program: a ``torch.export.ExportedProgram`` (export a model in ``eval()`` mode).
-        aten_map: extra/overriding rules, aten op name (``"addmm"``) -> ``fn(bb, args, kwargs)``.
+        exported_program: a ``torch.export.ExportedProgram`` (export a model in ``eval()`` mode);
+            its dynamic dimensions (``dynamic_shapes=`` with ``torch.export.Dim``) become
+            symbolic dimensions named as torch's symbols (``s0``).
+        aten_map: extra/overriding rules, aten op name (``"addmm"``) -> ``fn(bb, args, kwargs)``;
+            ``args`` holds the op's arguments in schema order, defaults filled in.
 
     Returns:
         An :class:`mlc_mlir.Module`; ``main`` takes the user inputs, in order.
@@ -200,16 +469,14 @@ def from_exported_program(exported_program: Any, *, aten_map: dict[str, Rule] | 
                 if node.op == "placeholder":
                     tensor = _state(ep, node)
                     if tensor is not None:
-                        env[node] = const(tensor.detach().cpu().numpy())
+                        env[node] = E.to_const(tensor)
                         continue
-                    val = node.meta["val"]
-                    var = Var(node.name, tuple(int(d) for d in val.shape),
-                              normalize_dtype(str(val.dtype).replace("torch.", ""), allow_bool=True, error=GraphError))
-                    inputs.append(var)
-                    env[node] = var
+                    env[node] = _input(node)
+                    inputs.append(env[node])
                 elif node.op == "call_function":
                     value = _call(bb, node, env, rules)
                     env[node] = E.emit(bb, value) if isinstance(value, Expr) else value
+                    _check_result(node, env[node])
                 elif node.op == "output":
                     result = _arg(env, node.args[0])
                     results = list(result) if isinstance(result, (list, tuple)) else [result]
