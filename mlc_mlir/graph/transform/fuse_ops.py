@@ -5,11 +5,15 @@ Every op of a dataflow block gets a pattern kind (TVM's ``OpPatternKind``):
 ==============  ====================================================================
 kind            ops
 ==============  ====================================================================
-ELEMWISE        ``relu``, ``ewise_fma``, binary ops on equal shapes
-BROADCAST       binary ops that broadcast an operand
-INJECTIVE       ``permute_dims``, ``reshape`` (data movement)
-OUT_EWISE       ``matmul``: a reduction whose output elementwise ops can follow
-OPAQUE          ``softmax``, ``call_dps``, constants, calls: never fused
+ELEMWISE        unary math (``relu``, ``exp``, ``clip``, ``astype``...), ``ewise_fma``, binary
+                ops, comparisons and ``where`` on equal shapes
+BROADCAST       binary ops and ``where`` that broadcast an operand
+INJECTIVE       ``permute_dims``, ``reshape``, ``broadcast_to``, ``strided_slice``,
+                ``concat``, ``take``... (data movement), ``tril``/``triu``
+OUT_EWISE       ``matmul``, ``conv2d``, pooling: a reduction whose output elementwise ops
+                can follow
+OPAQUE          ``softmax``, normalizations, reductions (``sum``, ``mean``...),
+                ``call_dps``, constants, calls: never fused
 ==============  ====================================================================
 
 ``call_tir`` of a tensor program gets the kind of its one linalg op (the course's "TVM
@@ -57,8 +61,18 @@ class OpPatternKind(IntEnum):
 
 
 K = OpPatternKind
-_BINARY = ("add", "subtract", "multiply", "divide")
-_MOVEMENT = ("permute_dims", "reshape")
+#: elementwise ops of several operands (NumPy broadcasting): ELEMWISE on equal shapes, else BROADCAST
+_BINARY = ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "equal", "not_equal", "less",
+           "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
+           "where")
+#: elementwise ops of one operand
+_UNARY = ("relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "erf", "negative",
+          "abs", "floor", "ceil", "sin", "cos", "clip", "astype", "logical_not", "full_like", "zeros_like",
+          "ones_like")
+#: pure data movement (INJECTIVE)
+_MOVEMENT = ("permute_dims", "reshape", "broadcast_to", "expand_dims", "squeeze", "strided_slice", "concat", "take")
+#: reductions whose elementwise consumers fuse into them as an epilogue (OUT_EWISE)
+_OUT_EWISE = ("matmul", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d")
 _ALLOWED_DIALECTS = ("linalg", "arith", "math")
 _ALLOWED_OPS = ("tensor.empty", "tensor.dim", "tensor.cast", "func.return")
 
@@ -118,11 +132,13 @@ def _op_info(op: ir.Operation, shapes: dict, funcs: dict[str, ir.Operation]) -> 
     if name in _BINARY:
         same = all(shapes[v][0] == shapes[op.results[0]][0] for v in op.operands)
         return (K.ELEMWISE if same else K.BROADCAST), False
-    if name in ("relu", "gelu", "sigmoid", "tanh", "ewise_fma"):
+    if name in _UNARY or name == "ewise_fma":
         return K.ELEMWISE, False
     if name in _MOVEMENT:
         return K.INJECTIVE, True
-    if name in ("matmul", "conv2d", "max_pool2d"):
+    if name in ("tril", "triu"):
+        return K.INJECTIVE, False
+    if name in _OUT_EWISE:
         return K.OUT_EWISE, False
     if name == "batch_norm":
         return K.BROADCAST, False
