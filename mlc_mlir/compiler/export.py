@@ -11,7 +11,8 @@ The same code the JIT runs, compiled ahead of time::
          wrappers, metadata, memrefCopy when needed)         (the library)
 
 Only the listed symbols are exported (a version script): a kernel called ``main`` stays
-local to the library. OpenMP's ``__kmpc_*`` stay undefined: the loader (or a C program)
+local to the library, and the library's own references bind to its own definitions
+(``-Bsymbolic``), so two models linked into one program do not call each other's code. OpenMP's ``__kmpc_*`` stay undefined: the loader (or a C program)
 provides the OpenMP runtime. A path ending in ``.o`` writes the object alone (no C
 compiler needed), and ``.ll`` the LLVM IR. :func:`mlc_mlir.runtime.load_module` reads the
 library back without MLIR.
@@ -165,6 +166,6 @@ def export_library(rt: Any, path: str, graph: Any = None) -> None:
         include = resources.files("mlc_mlir.runtime") / "include"
         out = os.path.join(tmp, "module.so")
         _run([find_c_compiler(), "-shared", "-fPIC", "-O2", "-std=gnu11", f"-I{include}", "-o", out, obj, src,
-              f"-Wl,--version-script={script}", "-Wl,-z,noexecstack", "-lm"])
+              f"-Wl,--version-script={script}", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack", "-lm"])
         shutil.move(out, path)
     log.info("exported %s (%s, %d bytes)", path, ", ".join(rt.signatures), os.path.getsize(path))

@@ -131,6 +131,19 @@ def test_c_entry(mlp_lib):
     assert not lib.mlc_get_function(b"nope") and b"no function nope" in lib.mlc_last_error()
 
 
+def test_two_libraries_in_the_global_scope_keep_their_own_code(tmp_path):
+    """As when a C program links two models: each library calls its own kernels."""
+    mlc.build(scale_mod(2.0)).export_library(tmp_path / "two.so")
+    mlc.build(scale_mod(3.0)).export_library(tmp_path / "three.so")
+    libs = [ctypes.CDLL(str(tmp_path / name), mode=ctypes.RTLD_GLOBAL) for name in ("two.so", "three.so")]
+    a = np.ones((2, 8), np.float32)
+    for lib, want in zip(libs, (3.0, 4.0)):
+        out = np.zeros_like(a)
+        lib.mlc_call_f.argtypes = [ctypes.POINTER(DLTensor), ctypes.c_int32]
+        assert lib.mlc_call_f((DLTensor * 2)(dl(a), dl(out)), 2) == 0
+        assert (out == want).all()
+
+
 def test_export_again_to_the_same_path_loads_the_new_code(tmp_path):
     path = tmp_path / "f.so"
     a = np.ones((2, 8), np.float32)
