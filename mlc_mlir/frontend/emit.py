@@ -9,6 +9,7 @@ graph dimension can hold: :func:`reshape_symbolic` keeps its factors as separate
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,7 @@ from ..tensor_types import format_shape
 __all__ = ["linear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm",
            "flatten", "transpose", "softmax", "emit", "to_const", "pair", "reduce", "split", "slice_axis",
            "select", "concat", "unsqueeze", "squeeze", "expand", "masked_fill", "embedding", "gelu", "cast",
-           "matmul", "norm_axis", "SymProduct", "reshape_symbolic", "dim_groups"]
+           "matmul", "binary", "norm_axis", "SymProduct", "reshape_symbolic", "dim_groups"]
 
 
 def emit(bb: Any, value: Expr) -> Expr:
@@ -53,6 +54,38 @@ def norm_axis(axis: int, ndim: int, what: str = "dim") -> int:
     if not -ndim <= int(axis) < max(ndim, 1):
         raise GraphError(f"{what} {axis} is out of range for a tensor of rank {ndim}")
     return int(axis) % max(ndim, 1)
+
+
+_FLOAT_ORDER = ("float16", "bfloat16", "float32", "float64")
+_INT_ORDER = ("int8", "uint8", "int16", "int32", "int64")
+
+
+def _promote(a: str, b: str) -> str:
+    """torch's type promotion of two tensor dtypes: bool < ints < floats, the wider wins."""
+    for order in (_FLOAT_ORDER, _INT_ORDER):
+        if a in order or b in order:
+            return builtins.max((d for d in (a, b) if d in order), key=order.index)
+    return a
+
+
+def binary(bb: Any, graph_op: Any, a: Any, b: Any) -> Expr:
+    """``graph_op(a, b)`` after torch's type promotion: operands of different dtypes are cast
+    to the wider kind (``int64 + float32`` is float32), a Python float makes an int or bool
+    tensor float32, a Python int makes a bool tensor int64."""
+    if isinstance(a, Expr) and isinstance(b, Expr):
+        dtype = _promote(a.dtype, b.dtype)
+        a, b = cast(bb, a, dtype), cast(bb, b, dtype)
+    else:
+        t, v = (a, b) if isinstance(a, Expr) else (b, a)
+        dtype = t.dtype
+        if isinstance(v, float) and dtype not in _FLOAT_ORDER:
+            dtype = "float32"
+        elif isinstance(v, int) and not isinstance(v, bool) and dtype == "bool":
+            dtype = "int64"
+        v = const(np.array(v, dtype=np.dtype(dtype)))
+        t = cast(bb, t, dtype)
+        a, b = (t, v) if isinstance(a, Expr) else (v, t)
+    return bb.emit(graph_op(a, b))
 
 
 def _bias_nchw(bb: Any, bias: Expr) -> Expr:
@@ -258,7 +291,9 @@ def expand(bb: Any, x: Expr, shape: Sequence[Any]) -> Expr:
 
 def masked_fill(bb: Any, x: Expr, mask: Expr, value: Any) -> Expr:
     """``x.masked_fill(mask, value)``: ``where(mask, value, x)``."""
-    if isinstance(value, Expr):
+    if isinstance(value, Constant) and value.data.size == 1:
+        value = const(value.data.reshape(()).astype(x.dtype))
+    elif isinstance(value, Expr):
         value = cast(bb, value, x.dtype)
     else:
         value = const(np.array(value, dtype=np.dtype(x.dtype)))

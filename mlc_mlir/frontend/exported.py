@@ -53,12 +53,18 @@ def _info(fn: Callable[..., Any]) -> Rule:
 
 def _binary(graph_op: Callable[..., Any]) -> Rule:
     def rule(bb: BlockBuilder, a: list, kw: dict) -> Any:
+        b = a[1]
         if kw.get("alpha", 1) != 1:
-            b = a[1] * kw["alpha"] if not isinstance(a[1], Expr) else bb.emit(op.multiply(a[1], kw["alpha"]))
-            return bb.emit(graph_op(a[0], b))
-        return bb.emit(graph_op(a[0], a[1]))
+            b = b * kw["alpha"] if not isinstance(b, Expr) else E.binary(bb, op.multiply, b, kw["alpha"])
+        return E.binary(bb, graph_op, a[0], b)
 
     return rule
+
+
+def _bitwise_not(bb: BlockBuilder, a: list, kw: dict) -> Any:
+    if a[0].dtype != "bool":
+        raise GraphError(f"bitwise_not of {a[0].dtype} tensors is not supported (only bool)")
+    return bb.emit(op.logical_not(a[0]))
 
 
 def _unary(graph_op: Callable[..., Any]) -> Rule:
@@ -67,7 +73,7 @@ def _unary(graph_op: Callable[..., Any]) -> Rule:
 
 def _scalar_first(graph_op: Callable[..., Any]) -> Rule:
     """``rsub(x, c)``: ``c - x``."""
-    return lambda bb, a, kw: bb.emit(graph_op(a[1], a[0]))
+    return lambda bb, a, kw: E.binary(bb, graph_op, a[1], a[0])
 
 
 def _addmm(bb: BlockBuilder, a: list, kw: dict) -> Any:
@@ -172,8 +178,9 @@ def _index(bb: BlockBuilder, a: list, kw: dict) -> Any:
     """``x[i0, i1, ...]`` (``index.Tensor``): one index tensor is a ``take``; several constant
     ones on the leading dimensions are one ``take`` of their flat positions."""
     x, indices = a[0], list(a[1])
-    if all(i is None for i in indices[1:]) and isinstance(indices[0], Expr):
-        return E.embedding(bb, x, indices[0]) if x.ndim >= 1 else None
+    given = [k for k, i in enumerate(indices) if i is not None]
+    if len(given) == 1:
+        return bb.emit(op.take(x, indices[given[0]], given[0]))
     if any(not isinstance(i, Constant) for i in indices) or not all(isinstance(d, int) for d in
                                                                       x.shape[:len(indices)]):
         raise GraphError("indexing with several index tensors is supported only for constant indices on "
@@ -194,6 +201,7 @@ ATEN_MAP: dict[str, Rule] = {
     "add": _binary(op.add), "sub": _binary(op.subtract), "mul": _binary(op.multiply),
     "div": _binary(op.divide), "mm": _binary(op.matmul), "bmm": _binary(op.matmul),
     "matmul": lambda bb, a, kw: E.matmul(bb, a[0], a[1]), "rsub": _scalar_first(op.subtract),
+    "reciprocal": lambda bb, a, kw: E.binary(bb, op.divide, 1.0, a[0]), "bitwise_not": _bitwise_not,
     "addmm": _addmm, "linear": lambda bb, a, kw: E.linear(bb, a[0], a[1], a[2]),
     "pow": _binary(op.power), "maximum": _binary(op.maximum), "minimum": _binary(op.minimum),
     "eq": _binary(op.equal), "ne": _binary(op.not_equal), "lt": _binary(op.less), "le": _binary(op.less_equal),
@@ -240,7 +248,7 @@ ATEN_MAP: dict[str, Rule] = {
 #: matmuls, views, axis permutations, softmax along an unsplit axis)
 GROUPED = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
            "where", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs", "gelu",
-           "hardtanh", "clamp", "logical_not", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
+           "hardtanh", "clamp", "logical_not", "reciprocal", "bitwise_not", "rsub", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
            "mm", "bmm", "addmm", "view", "reshape", "_unsafe_view", "expand", "permute", "transpose",
            "_softmax", "softmax", "native_layer_norm", "clone", "alias", "detach", "dropout", "contiguous",
            "_to_copy"}

@@ -102,7 +102,7 @@ def _arith(py_op: Callable[..., Any], graph_op: Callable[..., Any], reverse: boo
             raise GraphError(f"{py_op.__name__} of graph tensors is not supported (only of Python numbers)")
         if graph_op is op.matmul:
             return E.matmul(bb, a, b)
-        return bb.emit(graph_op(a, b))
+        return E.binary(bb, graph_op, a, b)
 
     return rule
 
@@ -207,6 +207,10 @@ def _where(bb: BlockBuilder, cond: Expr, x: Any, y: Any) -> Expr:
     return bb.emit(op.where(cond, x, y))
 
 
+def _full_like(bb: BlockBuilder, x: Expr, value: Any, dtype: Any) -> Expr:
+    return bb.emit(op.full_like(x, value, None if dtype is None else _dtype(dtype)))
+
+
 def _max_pool(bb: BlockBuilder, x: Expr, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil: bool,
               indices: bool) -> Expr:
     if indices:
@@ -252,6 +256,13 @@ _SHARED: dict[str, Callable[..., Any]] = {
     "mean": _reduce("mean"), "sum": _reduce("sum"), "amax": _reduce("max"), "amin": _reduce("min"),
     "prod": _reduce("prod"), "any": _reduce("any"), "all": _reduce("all"),
     "t": lambda bb, node_map, node: bb.emit(op.permute_dims(_a(node_map, node.args[0]))),
+    "select": _rule("input, dim, index", E.select),
+    "narrow": _rule("input, dim, start, length", lambda bb, x, d, s, n: E.slice_axis(bb, x, d, s, s + n)),
+    "zeros_like": _rule("input, dtype=None", lambda bb, x, dt: _full_like(bb, x, 0, dt)),
+    "ones_like": _rule("input, dtype=None", lambda bb, x, dt: _full_like(bb, x, 1, dt)),
+    "full_like": _rule("input, fill_value, dtype=None", _full_like),
+    "reciprocal": _rule("input", lambda bb, x: E.binary(bb, op.divide, 1.0, x)),
+    "index_select": _rule("input, dim, index", lambda bb, x, d, i: bb.emit(op.take(x, i, E.norm_axis(d, x.ndim)))),
 }
 
 
@@ -270,8 +281,8 @@ def _function_map() -> dict[Any, Callable[..., Expr]]:
         operator.floordiv: _arith(operator.floordiv, None),
         operator.mod: _arith(operator.mod, None), operator.eq: _SHARED["eq"], operator.ne: _SHARED["ne"],
         operator.lt: _SHARED["lt"], operator.le: _SHARED["le"], operator.gt: _SHARED["gt"],
-        operator.ge: _SHARED["ge"], operator.and_: _fn(op.bitwise_and), operator.or_: _fn(op.bitwise_or),
-        operator.invert: _fn(op.logical_not), operator.neg: _SHARED["neg"],
+        operator.ge: _SHARED["ge"], operator.and_: _arith(operator.and_, op.bitwise_and),
+        operator.or_: _arith(operator.or_, op.bitwise_or), operator.invert: _fn(op.logical_not), operator.neg: _SHARED["neg"],
         operator.getitem: _getitem, builtins.getattr: _getattr,
         math.sqrt: _rule("x", lambda bb, v: math.sqrt(v)),
         torch.div: _arith(operator.truediv, op.divide), torch.cat: _rule("tensors, dim=0", E.concat),
