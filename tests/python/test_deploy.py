@@ -228,3 +228,50 @@ def test_load_errors(tmp_path):
     with pytest.raises(MlcError, match="holds no code"):
         RuntimeModule(lookup=lambda name: 0, signatures={}, target="llvm").export_library(tmp_path / "x.so")
 
+
+
+STRIDED = """
+func.func @copy(%a: memref<2x3xf32, strided<[1, 2]>>, %o: memref<2x3xf32>) {
+  linalg.copy ins(%a : memref<2x3xf32, strided<[1, 2]>>) outs(%o : memref<2x3xf32>)
+  return
+}
+func.func @offset(%a: memref<4xf32, strided<[1], offset: 2>>, %o: memref<4xf32>) {
+  linalg.copy ins(%a : memref<4xf32, strided<[1], offset: 2>>) outs(%o : memref<4xf32>)
+  return
+}
+func.func @any(%a: memref<?xf32, strided<[?], offset: ?>>, %o: memref<?xf32, strided<[?], offset: ?>>) {
+  memref.copy %a, %o : memref<?xf32, strided<[?], offset: ?>> to memref<?xf32, strided<[?], offset: ?>>
+  return
+}
+"""
+
+
+def test_strided_layouts_and_memref_copy(tmp_path):
+    """Memref layouts through the loaded library (checked path, C entry); memref.copy of
+    strided memrefs calls memrefCopy, which the library carries instead of MLIR's runtime."""
+    mlc.build(mlc.Module.parse(STRIDED)).export_library(tmp_path / "strided.so")
+    rt = mlc.runtime.load_module(tmp_path / "strided.so")
+    rng = np.random.default_rng(0)
+    x = rng.random((2, 3), dtype=np.float32)
+    for arg in (np.asfortranarray(x), x):
+        out = np.zeros((2, 3), np.float32)
+        rt["copy"](arg, out)
+        np.testing.assert_array_equal(out, x)
+    y = rng.random(4, dtype=np.float32)
+    out4 = np.zeros(4, np.float32)
+    rt["offset"](y, out4)
+    np.testing.assert_array_equal(out4, y)
+    z = rng.random(12, dtype=np.float32)
+    buf = np.zeros(12, np.float32)
+    rt["any"](z[::-2], buf[1::2])
+    np.testing.assert_array_equal(buf[1::2], z[::-2])
+    lib = ctypes.CDLL(str(tmp_path / "strided.so"))
+    lib.mlc_last_error.restype = ctypes.c_char_p
+    fx, out = np.asfortranarray(x), np.zeros((2, 3), np.float32)
+    t = dl(fx)
+    strides = (ctypes.c_int64 * 2)(1, 2)
+    t.strides = ctypes.addressof(strides)
+    assert lib.mlc_call_copy((DLTensor * 2)(t, dl(out)), 2) == 0
+    np.testing.assert_array_equal(out, x)
+    assert lib.mlc_call_copy((DLTensor * 2)(dl(x), dl(out)), 2) == -1  # C-contiguous: not the layout
+    assert b"stride" in lib.mlc_last_error()
