@@ -24,7 +24,8 @@ from ..tensor_types import format_shape
 __all__ = ["linear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm",
            "flatten", "transpose", "softmax", "emit", "to_const", "pair", "reduce", "split", "slice_axis",
            "select", "concat", "unsqueeze", "squeeze", "expand", "masked_fill", "embedding", "gelu", "cast",
-           "matmul", "binary", "norm_axis", "SymProduct", "reshape_symbolic", "dim_groups"]
+           "matmul", "binary", "power", "norm_axis", "SymProduct", "reshape_symbolic", "dim_groups", "Iota", "as_iota",
+           "index_by_iotas"]
 
 
 def emit(bb: Any, value: Expr) -> Expr:
@@ -86,6 +87,17 @@ def binary(bb: Any, graph_op: Any, a: Any, b: Any) -> Expr:
         t = cast(bb, t, dtype)
         a, b = (t, v) if isinstance(a, Expr) else (v, t)
     return bb.emit(graph_op(a, b))
+
+
+def power(bb: Any, x: Any, exponent: Any) -> Expr:
+    """``x ** exponent``; a Python exponent of 1, 2 or 3 is multiplication (exact for negative
+    ``x`` too, and cheaper), any other the ``power`` op."""
+    if isinstance(x, Expr) and not isinstance(exponent, (Expr, bool)) and exponent in (1, 2, 3):
+        out = x
+        for _ in range(int(exponent) - 1):
+            out = bb.emit(op.multiply(out, x))
+        return out
+    return binary(bb, op.power, x, exponent)
 
 
 def _bias_nchw(bb: Any, bias: Expr) -> Expr:
@@ -407,3 +419,65 @@ def reshape_symbolic(bb: Any, x: Expr, sizes: Sequence[Any]) -> Expr:
     if any(a != 1 for a in atoms):
         raise GraphError(f"cannot view {format_shape(x.shape)} as ({', '.join(map(str, sizes))})")
     return x if tuple(out) == tuple(x.shape) else bb.emit(op.reshape(x, tuple(out)))
+
+
+# -- index grids --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Iota:
+    """``arange(n)`` laid along ``axis`` of ``shape`` (1 elsewhere), kept unemitted: torch
+    builds index grids of these (``mask[arange(b)[:, None], arange(t)]``, as transformers'
+    masks do), and indexing with a grid reads the tensor in place (:func:`index_by_iotas`)."""
+
+    shape: tuple
+    axis: int
+    dtype: str
+
+    def unsqueeze(self, dim: int) -> Iota:
+        """``iota.unsqueeze(dim)``."""
+        dim = norm_axis(dim, len(self.shape) + 1)
+        shape = (*self.shape[:dim], 1, *self.shape[dim:])
+        return Iota(shape, self.axis + (dim <= self.axis), self.dtype)
+
+    def materialize(self) -> Constant:
+        """The values as a constant (the size must be static)."""
+        size = self.shape[self.axis]
+        if not isinstance(size, int):
+            raise GraphError(f"arange of symbolic size {size} is supported only as an index grid "
+                             "(x[arange(n)[:, None], ...])")
+        return const(np.arange(size, dtype=np.dtype(self.dtype)).reshape(self.shape))
+
+
+def as_iota(value: Any) -> Iota | None:
+    """``value`` as an :class:`Iota` when it is one, or a constant holding ``arange`` along one
+    axis; else None."""
+    if isinstance(value, Iota):
+        return value
+    if not isinstance(value, Constant) or value.dtype not in _INT_ORDER:
+        return None
+    axes = [k for k, d in enumerate(value.shape) if d != 1]
+    if len(axes) > 1 or not value.shape:
+        return None
+    axis = axes[0] if axes else 0
+    n = value.shape[axis]
+    if not np.array_equal(value.data.reshape(-1), np.arange(n)):
+        return None
+    return Iota(tuple(value.shape), axis, value.dtype)
+
+
+def index_by_iotas(bb: Any, x: Expr, indices: Sequence[Any]) -> Expr | None:
+    """``x[i0, i1, ...]`` where each ``ik`` is ``arange(x.shape[k])`` along its own axis of
+    the broadcast index shape, the axes in order: ``x`` itself, reshaped to that shape
+    (``(b, t)`` indexed by ``(b, 1, 1, 1)`` and ``(1, 1, 1, t)`` grids is ``(b, 1, 1, t)``);
+    None when the indices are not such a grid."""
+    grid = [as_iota(i) for i in indices]
+    if not indices or any(g is None for g in grid) or len(indices) > x.ndim:
+        return None
+    rank = builtins.max(len(g.shape) for g in grid)
+    places = [g.axis + rank - len(g.shape) for g in grid]
+    if places != sorted(set(places)) or any(g.shape[g.axis] != x.shape[k] for k, g in enumerate(grid)):
+        return None
+    shape = [1] * rank
+    for k, p in enumerate(places):
+        shape[p] = x.shape[k]
+    out = (*shape, *x.shape[len(indices):])
+    return x if out == tuple(x.shape) else bb.emit(op.reshape(x, out))

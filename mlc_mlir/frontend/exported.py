@@ -178,9 +178,13 @@ def _index(bb: BlockBuilder, a: list, kw: dict) -> Any:
     """``x[i0, i1, ...]`` (``index.Tensor``): one index tensor is a ``take``; several constant
     ones on the leading dimensions are one ``take`` of their flat positions."""
     x, indices = a[0], list(a[1])
+    grid = E.index_by_iotas(bb, x, indices) if all(i is not None for i in indices) else None
+    if grid is not None:
+        return grid
     given = [k for k, i in enumerate(indices) if i is not None]
     if len(given) == 1:
         return bb.emit(op.take(x, indices[given[0]], given[0]))
+    indices = [i.materialize() if isinstance(i, E.Iota) else i for i in indices]
     if any(not isinstance(i, Constant) for i in indices) or not all(isinstance(d, int) for d in
                                                                       x.shape[:len(indices)]):
         raise GraphError("indexing with several index tensors is supported only for constant indices on "
@@ -196,6 +200,30 @@ def _identity(bb: BlockBuilder, a: list, kw: dict) -> Any:
     return a[0]
 
 
+def _iota(name: str, node: Any, args: list, kw: dict) -> Any:
+    """The rule of a node with an :class:`~.emit.Iota` argument: an arange (of symbolic size)
+    stays one through unsqueeze, ``+ 0`` and copies, and is consumed by ``index``; any other
+    op gets its values (None: the node needs no special rule)."""
+    if name == "arange":
+        start, end, step = kw.get("start", 0), kw["end"], kw.get("step", 1)
+        if start != 0 or step != 1:
+            raise GraphError(f"arange({start}, {end}, {step}) of symbolic size is not supported (only arange(n))")
+        return E.Iota((end,), 0, _dtype(node.meta["val"]))
+    first = args[0] if args else None
+    if isinstance(first, E.Iota):
+        if name == "unsqueeze":
+            return first.unsqueeze(args[1])
+        if name in ("clone", "alias", "_to_copy", "lift_fresh_copy") and _dtype(node.meta["val"]) == first.dtype:
+            return first
+        if name in ("add", "sub") and args[1] == 0:
+            return first
+        size = first.shape[E.norm_axis(args[1], len(first.shape))] if name == "slice" else None
+        if name == "slice" and args[2] in (0, None) and args[4] == 1 and (
+                args[3] is None or args[3] == size or (isinstance(args[3], int) and args[3] >= 2 ** 62)):
+            return first
+    return None
+
+
 #: aten op (overload packet name, ``aten.addmm.default`` -> ``"addmm"``) -> rule(bb, args, kwargs)
 ATEN_MAP: dict[str, Rule] = {
     "add": _binary(op.add), "sub": _binary(op.subtract), "mul": _binary(op.multiply),
@@ -203,7 +231,7 @@ ATEN_MAP: dict[str, Rule] = {
     "matmul": lambda bb, a, kw: E.matmul(bb, a[0], a[1]), "rsub": _scalar_first(op.subtract),
     "reciprocal": lambda bb, a, kw: E.binary(bb, op.divide, 1.0, a[0]), "bitwise_not": _bitwise_not,
     "addmm": _addmm, "linear": lambda bb, a, kw: E.linear(bb, a[0], a[1], a[2]),
-    "pow": _binary(op.power), "maximum": _binary(op.maximum), "minimum": _binary(op.minimum),
+    "pow": lambda bb, a, kw: E.power(bb, a[0], a[1]), "maximum": _binary(op.maximum), "minimum": _binary(op.minimum),
     "eq": _binary(op.equal), "ne": _binary(op.not_equal), "lt": _binary(op.less), "le": _binary(op.less_equal),
     "gt": _binary(op.greater), "ge": _binary(op.greater_equal), "logical_not": _unary(op.logical_not),
     "logical_and": _binary(op.logical_and), "logical_or": _binary(op.logical_or),
@@ -392,19 +420,25 @@ def _call(bb: BlockBuilder, node: Any, env: dict, aten_map: dict[str, Rule]) -> 
     folded = _fold(node, env)
     if folded is not None:
         return folded
+    args, kwargs = _bind(node.target, [_arg(env, a) for a in node.args],
+                         {k: _arg(env, v) for k, v in node.kwargs.items()})
     rule = aten_map.get(name)
-    if rule is None:
+    if rule is None and name != "arange":
         raise GraphError(f"from_exported_program: node {node.name!r} calls {node.target}, which has no "
                          f"translation; supported aten ops: {', '.join(sorted(aten_map))}")
     grouped = _grouped_input(node, env)
     if grouped and name not in GROUPED:
         raise GraphError(f"from_exported_program: node {node.name!r} ({node.target}): input {grouped} has "
                          f"a symbolic size that is a product, which {name} does not support")
-    args, kwargs = _bind(node.target, [_arg(env, a) for a in node.args],
-                         {k: _arg(env, v) for k, v in node.kwargs.items()})
     info = Info(node.name, _sizes(val), _dtype(val),
                 [_sizes(a.meta.get("val")) if hasattr(a, "meta") else None for a in node.args])
     try:
+        if name == "arange" or any(isinstance(v, E.Iota) for v in args):
+            lazy = _iota(name, node, args, kwargs)
+            if lazy is not None:
+                return lazy
+            if name != "index":
+                args = [v.materialize() if isinstance(v, E.Iota) else v for v in args]
         if getattr(rule, "needs_info", False):
             return rule(bb, args, kwargs, info)
         return rule(bb, args, kwargs)

@@ -102,6 +102,8 @@ def _arith(py_op: Callable[..., Any], graph_op: Callable[..., Any], reverse: boo
             raise GraphError(f"{py_op.__name__} of graph tensors is not supported (only of Python numbers)")
         if graph_op is op.matmul:
             return E.matmul(bb, a, b)
+        if graph_op is E.power:
+            return E.power(bb, a, b)
         return E.binary(bb, graph_op, a, b)
 
     return rule
@@ -231,7 +233,7 @@ _SHARED: dict[str, Callable[..., Any]] = {
     "add": _arith(operator.add, op.add), "sub": _arith(operator.sub, op.subtract),
     "mul": _arith(operator.mul, op.multiply), "div": _arith(operator.truediv, op.divide),
     "matmul": _arith(operator.matmul, op.matmul), "bmm": _arith(operator.matmul, op.matmul),
-    "pow": _arith(operator.pow, op.power), "maximum": _fn(op.maximum), "minimum": _fn(op.minimum),
+    "pow": _arith(operator.pow, E.power), "maximum": _fn(op.maximum), "minimum": _fn(op.minimum),
     "eq": _arith(operator.eq, op.equal), "ne": _arith(operator.ne, op.not_equal),
     "lt": _arith(operator.lt, op.less), "le": _arith(operator.le, op.less_equal),
     "gt": _arith(operator.gt, op.greater), "ge": _arith(operator.ge, op.greater_equal),

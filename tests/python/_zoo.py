@@ -117,20 +117,22 @@ class InvertedResidual(nn.Module):
 
 
 class MobileNetV2(nn.Module):
-    """torchvision's mobilenet_v2 (``width_mult`` scales the channels; ``pool`` "adaptive"
-    pools with AdaptiveAvgPool2d, "mean" with ``x.mean((2, 3))``)."""
+    """torchvision's mobilenet_v2 (``width_mult`` scales the channels; ``depth``, when given,
+    caps the repeats of each stage, so tests build fewer kernels; ``pool`` "adaptive" pools
+    with AdaptiveAvgPool2d, "mean" with ``x.mean((2, 3))``)."""
 
     SETTINGS = [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 3, 1],
                 [6, 160, 3, 2], [6, 320, 1, 1]]
 
-    def __init__(self, width_mult: float = 1.0, num_classes: int = 1000, pool: str = "adaptive"):
+    def __init__(self, width_mult: float = 1.0, num_classes: int = 1000, pool: str = "adaptive",
+                 depth: int | None = None):
         super().__init__()
         cin = _make_divisible(32 * width_mult)
         self.last_channel = _make_divisible(1280 * max(1.0, width_mult))
         features: list[nn.Module] = [ConvBNReLU6(3, cin, stride=2)]
         for t, c, n, s in self.SETTINGS:
             cout = _make_divisible(c * width_mult)
-            for i in range(n):
+            for i in range(n if depth is None else min(n, depth)):
                 features.append(InvertedResidual(cin, cout, s if i == 0 else 1, t))
                 cin = cout
         features.append(ConvBNReLU6(cin, self.last_channel, kernel=1))
