@@ -37,6 +37,7 @@ from .fastcall import add_entries
 from .guards import reject_unsupported
 from .partial_writes import guard_partial_writes
 from .unroll_jam import unroll_and_jam
+from .kernel_calls import kernel_results_to_outputs
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "PassStage", "ModuleStage", "GraphStage", "Compilation", "cpu_stages", "codegen_stages",
@@ -100,7 +101,7 @@ def _to_llvm_text(parallel: bool) -> str:
 INLINE = PassStage("inline", "inline")
 #: partial vector writes that upstream's bufferization takes for whole ones (partial_writes.py)
 PARTIAL_WRITES = ModuleStage("partial-writes", guard_partial_writes)
-BUFFERIZE = PassStage("bufferize", "eliminate-empty-tensors," + _BUFFERIZE)
+BUFFERIZE = PassStage("bufferize", "eliminate-empty-tensors," + _BUFFERIZE + ",drop-equivalent-buffer-results")
 SIMPLIFY = PassStage("simplify", "canonicalize,cse")
 LOOPS = PassStage("loops", "convert-linalg-to-loops,fold-memref-alias-ops,lower-affine")
 VECTORS = PassStage("vectors", "func.func(lower-vector-multi-reduction),convert-vector-to-scf")
@@ -119,6 +120,8 @@ def cpu_stages(state: Compilation) -> list[Stage]:
         ModuleStage("check-input", reject_unsupported),  # BuildError instead of an abort (guards.py)
         PARTIAL_WRITES,
         BUFFERIZE,
+        # kernels kept as functions (graph builds) write their results into their outputs
+        ModuleStage("kernel-results", kernel_results_to_outputs),
         PassStage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         SIMPLIFY,
         # small accumulators of reduction loops: a parallel loop around unrolled and jammed (unroll_jam.py)

@@ -19,7 +19,7 @@ from .expr import BinaryOp, Call, Cast, Compare, Const, Expr, IterVar, Select, T
 __all__ = ["ScalarEmitter", "constant", "combine"]
 
 _FLOAT_BINARY = {"add": arith.addf, "sub": arith.subf, "mul": arith.mulf, "div": arith.divf,
-                 "max": arith.maximumf, "min": arith.minimumf, "pow": math.powf}
+                 "max": arith.maximumf, "min": arith.minimumf}
 _INT_BINARY = {"add": arith.addi, "sub": arith.subi, "mul": arith.muli,
                "floordiv": arith.floordivsi, "max": arith.maxsi, "min": arith.minsi}
 _FLOAT_PREDICATES = {"lt": "OLT", "le": "OLE", "gt": "OGT", "ge": "OGE", "eq": "OEQ", "ne": "UNE"}
@@ -48,10 +48,28 @@ def _binary(op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
             return math.floor(arith.divf(a, b))
         if op == "floormod":
             return arith.subf(a, arith.mulf(math.floor(arith.divf(a, b)), b))
+        if op == "pow":
+            return _pow(a, b, dtype)
         return _FLOAT_BINARY[op](a, b)
     if op in ("floordiv", "floormod"):
         return _int_floor_divmod(op, a, b, dtype)
     return _INT_BINARY[op](a, b)
+
+
+def _pow(a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
+    """``a ** b`` with C's ``pow`` results where the build's expansion of ``math.powf``
+    (``exp(b * log(a))``) has none: a negative base with an integral exponent (sign from
+    its parity; NaN for a fractional one) and ``b == 0`` (1, also for a zero or NaN base)."""
+    zero, one, two = constant(0.0, dtype), constant(1.0, dtype), constant(2.0, dtype)
+    mag = math.powf(math.absf(a), b)
+    integral = arith.cmpf(arith.CmpFPredicate.OEQ, math.floor(b), b)
+    half = arith.divf(b, two)
+    odd = arith.cmpf(arith.CmpFPredicate.ONE, math.floor(half), half)
+    signed = arith.select(arith.andi(integral, odd), arith.negf(mag), mag)
+    nan = constant(float("nan"), dtype)
+    negative = arith.select(integral, signed, nan)
+    out = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, a, zero), negative, mag)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, b, zero), one, out)
 
 
 def _int_floor_divmod(op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:

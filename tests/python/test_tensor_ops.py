@@ -357,3 +357,13 @@ def test_layout_errors():
         R.take(x, relax.Var("i", (2,), "int64"))
     with pytest.raises(mlc.GraphError, match="tril: needs a tensor of rank 2"):
         R.tril(relax.Var("v", (4,)))
+
+
+def test_power_of_negative_and_zero_bases_matches_numpy():
+    """C's pow: a negative base with an integral exponent keeps its sign by parity, a
+    fractional one gives NaN, and anything to the power 0 is 1 (the kernel does not rely on
+    the build's exp(b * log(a)) expansion of math.powf, which gives NaN for a < 0)."""
+    a = np.array([[-1.5, -2.0, 0.0, 0.0, 0.0, 3.0, -2.0, -0.5]], np.float32)
+    b = np.array([[2.0, 3.0, 2.0, 0.0, -1.0, 0.5, 0.5, -3.0]], np.float32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(run(R.power, a, b), np.power(a, b), rtol=1e-6)

@@ -46,8 +46,14 @@ from ...tensor_types import Shape, dtype_of_element, format_shape, shape_attr
 __all__ = ["lower_graph_functions"]
 
 
-def lower_graph_functions(module: ir.Module) -> tuple[dict[str, GraphSignature], list[EnvCall]]:
+def lower_graph_functions(module: ir.Module, *, keep_kernels: bool = False
+                          ) -> tuple[dict[str, GraphSignature], list[EnvCall]]:
     """Lower every graph function of ``module`` in place (call inside the shared context).
+
+    ``keep_kernels``: the calls of tensor programs are marked ``no_inline``, so each
+    program stays a function of its own through code generation (what ``mlc.graph.build``
+    does: the vector stages and LLVM then work one kernel at a time, instead of on one
+    function holding a whole model, which costs time superlinear in its size).
 
     Returns:
         The signature of each lowered function, and the external functions that stand for
@@ -57,7 +63,7 @@ def lower_graph_functions(module: ir.Module) -> tuple[dict[str, GraphSignature],
         GraphError: a graph op that was not legalized, a callee that is missing, or an
             output shape that the inputs do not determine.
     """
-    lowering = _Lowering(module)
+    lowering = _Lowering(module, keep_kernels)
     sigs = {}
     for fop in graph_functions(module):
         sig = lowering.function(fop)
@@ -72,8 +78,9 @@ def _dyn_memref(rank: int, elem: ir.Type) -> ir.MemRefType:
 
 
 class _Lowering:
-    def __init__(self, module: ir.Module):
+    def __init__(self, module: ir.Module, keep_kernels: bool = False):
         self.module = module
+        self.keep_kernels = keep_kernels
         self.funcs = symbol_ops(module)
         self.env_calls: dict[tuple, EnvCall] = {}
 
@@ -210,6 +217,8 @@ class _Lowering:
         empty = tensor.EmptyOp(self._mixed_sizes(op, shape, rtype), ir.RankedTensorType(rtype).element_type)
         args = [_tensor_cast(v, p) for v, p in zip([*op.operands, empty.result], params)]
         call = func.CallOp(list(ftype.results), ir.FlatSymbolRefAttr.get(name), args)
+        if self.keep_kernels:
+            call.attributes["no_inline"] = ir.UnitAttr.get()
         return _tensor_cast(call.results[0], rtype)
 
     def _call_memref(self, op: ir.Operation, name: str, inputs: list[ir.Value], params: list[ir.Type],

@@ -70,7 +70,7 @@ def _lower(state: Compilation, gpu_target: str | None):
     def run(mod: Module) -> None:
         state.optimized = clone_module(mod)
         state.extent_checks = static_extent_checks(state.optimized.mlir_module)
-        state.graph_signatures, state.env_calls = lower_graph_functions(mod.mlir_module)
+        state.graph_signatures, state.env_calls = lower_graph_functions(mod.mlir_module, keep_kernels=gpu_target is None)
         if not state.graph_signatures:
             raise GraphError(f"graph.build: the module has no graph function (functions: "
                              f"{state.input_functions}); "
