@@ -7,8 +7,9 @@ The program is decomposed to core aten ops (``ep.run_decompositions()``), as tor
 and IREE's importers do; its lifted parameters and buffers become constants, its user
 inputs the parameters of ``main`` (shapes and dtypes from the example inputs).
 
-Dynamic dimensions (``torch.export.Dim``) stay symbolic: each of torch's size symbols
-(``s0``) is a graph dimension of that name. A size that is a product (``s0*16``, a batch
+Dynamic dimensions (``torch.export.Dim``) stay symbolic: each of torch's size symbols is
+a graph dimension named as its ``Dim`` (``"batch"``; torch's own name, ``"s0"``, where
+the ``Dim``'s is not known). A size that is a product (``s0*16``, a batch
 flattened into rows) has no graph dimension; its tensor keeps the factors as separate
 dimensions (see :func:`~mlc_mlir.frontend.emit.reshape_symbolic`), which views, matmuls,
 elementwise ops, permutes and softmax accept. A node whose inputs are all constants and
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -302,6 +304,28 @@ def _aten_name(target: Any) -> str:
     return parts[1] if len(parts) >= 2 and parts[0] == "aten" else text
 
 
+#: torch's size symbols -> the names of their ``torch.export.Dim`` (set during a translation)
+_DIM_NAMES: ContextVar[dict[str, str]] = ContextVar("_DIM_NAMES", default={})
+
+
+def _dim_names(ep: Any) -> dict[str, str]:
+    """``{"s77": "batch"}``: each size symbol of a user input named as its ``Dim``, where
+    torch recorded the name and it is an identifier used by one symbol only."""
+    names: dict[str, str] = {}
+    for node in ep.graph.nodes:
+        for d in getattr(node.meta.get("val"), "shape", ()) if node.op == "placeholder" else ():
+            expr = getattr(getattr(d, "node", None), "expr", None)
+            if expr is None or not expr.is_Symbol:
+                continue
+            env = d.node.shape_env
+            for src in getattr(env, "var_to_sources", {}).get(expr, []):
+                name = getattr(env, "source_name_to_debug_name", {}).get(src.name)
+                if isinstance(name, str) and name.isidentifier():
+                    names.setdefault(str(expr), name)
+    taken = list(names.values())
+    return {k: v for k, v in names.items() if taken.count(v) == 1}
+
+
 def _dim(value: Any) -> int | str | SymProduct:
     """A torch size (int or SymInt) as a graph size: an int, a symbol name or a product."""
     import torch
@@ -313,15 +337,16 @@ def _dim(value: Any) -> int | str | SymProduct:
     expr = value.node.expr
     if expr.is_Integer:
         return int(expr)
+    names = _DIM_NAMES.get()
     if expr.is_Symbol:
-        return str(expr)
+        return names.get(str(expr), str(expr))
     coef, factors = expr.as_coeff_mul()
     syms: list[str] = []
     for f in factors:
         if f.is_Symbol:
-            syms.append(str(f))
+            syms.append(names.get(str(f), str(f)))
         elif f.is_Pow and f.base.is_Symbol and f.exp.is_Integer and int(f.exp) > 0:
-            syms += [str(f.base)] * int(f.exp)
+            syms += [names.get(str(f.base), str(f.base))] * int(f.exp)
         else:
             raise GraphError(f"symbolic size {expr} is not a product of symbols and an int")
     if not coef.is_Integer:
@@ -482,7 +507,7 @@ def from_exported_program(exported_program: Any, *, aten_map: dict[str, Rule] | 
     Args:
         exported_program: a ``torch.export.ExportedProgram`` (export a model in ``eval()`` mode);
             its dynamic dimensions (``dynamic_shapes=`` with ``torch.export.Dim``) become
-            symbolic dimensions named as torch's symbols (``s0``).
+            symbolic dimensions named as the ``Dim`` (``"batch"``).
         aten_map: extra/overriding rules, aten op name (``"addmm"``) -> ``fn(bb, args, kwargs)``;
             ``args`` holds the op's arguments in schema order, defaults filled in.
 
@@ -500,7 +525,14 @@ def from_exported_program(exported_program: Any, *, aten_map: dict[str, Rule] | 
         raise GraphError(f"from_exported_program expects a torch.export.ExportedProgram, got "
                          f"{type(exported_program).__name__}")
     ep = exported_program.run_decompositions()
-    rules = {**ATEN_MAP, **(aten_map or {})}
+    token = _DIM_NAMES.set(_dim_names(ep))
+    try:
+        return _translate(ep, {**ATEN_MAP, **(aten_map or {})})
+    finally:
+        _DIM_NAMES.reset(token)
+
+
+def _translate(ep: Any, rules: dict[str, Rule]) -> Any:
     bb = BlockBuilder()
     env: dict[Any, Any] = {}
     inputs: list[Var] = []
