@@ -281,6 +281,25 @@ def test_dynamic_batch_one_build(dynamic_seq):
         np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_dynamic_batch_index_grid_mask():
+    """transformers' padding mask: ``mask[arange(b)[:, None, None, None], arange(t)]`` with a
+    symbolic ``b`` reads the mask in place."""
+
+    class M(nn.Module):
+        def forward(self, x, mask):
+            b, t = mask.shape
+            grid = mask.bool()[torch.arange(b)[:, None, None, None], torch.arange(t)[None, None, None, :]]
+            return x.masked_fill(~grid, -1.0)
+
+    batch = torch.export.Dim("batch")
+    mask = torch.ones(2, 6, dtype=torch.int64)
+    ep = torch.export.export(M(), (randn(2, 3, 6, 6), mask), dynamic_shapes={"x": {0: batch}, "mask": {0: batch}})
+    vm = mlc.graph.VirtualMachine(mlc.graph.build(mlc.frontend.from_exported_program(ep), "llvm"), mlc.cpu())
+    for b in (1, 4):
+        x, mask = randn(b, 3, 6, 6, seed=b), (randn(b, 6, seed=b + 1) > 0).long()
+        np.testing.assert_array_equal(vm["main"](x.numpy(), mask.numpy()).numpy(), M()(x, mask).numpy())
+
+
 def test_dynamic_view_that_cannot_stay_split_names_node():
     class M(nn.Module):
         def forward(self, x):
