@@ -72,6 +72,8 @@ def contraction_of(info: BlockInfo) -> Contraction | None:
     out = info.maps[-1]
     if not is_plain(info) or not any(info.is_reduction(d) for d in range(info.ndims)) or not out or None in out:
         return None
+    if all(info.extents[d] == 1 for d in range(info.ndims) if info.is_reduction(d)):
+        return None  # a sum over one element is a copy (te's way to keep a block from being inlined)
     j = out[-1]
     if info.is_reduction(j) or info.extents[j] is None:
         return None

@@ -78,7 +78,10 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     """:func:`conv2d` with ``groups == 1`` as im2col + a contraction (same results).
 
     Four computes: ``pad`` (if any), ``im2col`` (``col[c, ky, kx, p]`` = the input pixel
-    kernel tap (ky, kx) of channel c reads for output pixel p), ``conv2d_gemm``
+    kernel tap (ky, kx) of channel c reads for output pixel p; written as a sum over one
+    element, so that FuseTIR's elementwise fusion, which inlines all-parallel producers
+    into their consumers, leaves it a buffer of its own: inlined into the contraction it
+    would turn every multiply-add into a clamped gather), ``conv2d_gemm``
     (``y[f, p] = sum(kernel[f, c, ky, kx] * col[c, ky, kx, p])``: plain indices, tiled like
     a matmul by the rules) and ``conv2d`` (``y`` back in NCHW). With a static batch the
     output pixels of every image are one dimension (p = n * OH * OW + ...: one large
@@ -106,13 +109,15 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     pixels = oh * ow
     rc, ry, rx = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
     if isinstance(n, int):
-        col = te.compute((c, kh, kw, n * pixels), lambda ch, ky, kx, p: src[
-            p // pixels, ch, p % pixels // ow * sh + ky * dh, p % ow * sw + kx * dw], name="im2col")
+        one = te.reduce_axis((0, 1), "one")
+        col = te.compute((c, kh, kw, n * pixels), lambda ch, ky, kx, p: te.sum(src[
+            p // pixels, ch, p % pixels // ow * sh + ky * dh, p % ow * sw + kx * dw], axis=one), name="im2col")
         y = te.compute((f, n * pixels), lambda o, p: te.sum(kernel[o, rc, ry, rx] * col[rc, ry, rx, p],
                                                             axis=[rc, ry, rx]), name="conv2d_gemm")
         return te.compute((n, f, oh, ow), lambda b, o, i, j: y[o, b * pixels + i * ow + j], name="conv2d")
-    col = te.compute((n, c, kh, kw, pixels), lambda b, ch, ky, kx, p: src[
-        b, ch, p // ow * sh + ky * dh, p % ow * sw + kx * dw], name="im2col")
+    one = te.reduce_axis((0, 1), "one")
+    col = te.compute((n, c, kh, kw, pixels), lambda b, ch, ky, kx, p: te.sum(src[
+        b, ch, p // ow * sh + ky * dh, p % ow * sw + kx * dw], axis=one), name="im2col")
     y = te.compute((n, f, pixels), lambda b, o, p: te.sum(kernel[o, rc, ry, rx] * col[b, rc, ry, rx, p],
                                                           axis=[rc, ry, rx]), name="conv2d_gemm")
     return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, i * ow + j], name="conv2d")
