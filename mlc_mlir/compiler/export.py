@@ -16,6 +16,10 @@ local to the library, and the library's own references bind to its own definitio
 provides the OpenMP runtime. A path ending in ``.o`` writes the object alone (no C
 compiler needed), and ``.ll`` the LLVM IR. :func:`mlc_mlir.runtime.load_module` reads the
 library back without MLIR.
+
+A CUDA build (``CudaModule``) goes the same way: its host code, compiled for the host CPU,
+holds the kernel binaries as constants; the C file adds forwarders for the host code's
+``mgpu*`` calls and the kernels' PTX (:mod:`.export_cuda`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from ..target import Target
 from ..toolchain import tool_path
 from .alloc_check import GETTER_SYMBOL
 from .export_c import c_source, check_symbol_name
+from .export_cuda import cuda_c_source, cuda_info
 
 __all__ = ["export_library", "find_c_compiler", "object_code", "host_triple"]
 
@@ -105,8 +110,12 @@ def _exportable_text(lowered: ir.Module) -> str:
 
 
 def object_code(rt: Any, out_dir: str) -> tuple[str, str]:
-    """Compile the lowered module of ``rt`` (a ``JitModule``) to ``out_dir``: (LLVM IR path, object path)."""
-    target = Target.of(rt.target)
+    """Compile the lowered module of ``rt`` (a ``JitModule``) to ``out_dir``: (LLVM IR path, object path).
+
+    A CUDA build's host code (kernels embedded as constants) is compiled for the host CPU, as
+    its JIT compiles it.
+    """
+    target = Target.of("llvm" if _is_cuda(rt) else rt.target)
     ll = os.path.join(out_dir, "module.ll")
     obj = os.path.join(out_dir, "module.o")
     Path(ll).write_text(_run([tool_path("mlir-translate"), "--mlir-to-llvmir"], _exportable_text(rt._lowered)))
@@ -118,24 +127,35 @@ def object_code(rt: Any, out_dir: str) -> tuple[str, str]:
     return ll, obj
 
 
-def _undefined(obj: str) -> set[str]:
-    out = _run([tool_path("llvm-nm"), "--undefined-only", "--format=just-symbols", obj])
+def _is_cuda(rt: Any) -> bool:
+    return str(rt.target).split()[:1] == ["cuda"] and getattr(rt, "cuda", None) is not None
+
+
+def _symbols(obj: str, *, undefined: bool) -> set[str]:
+    flag = "--undefined-only" if undefined else "--defined-only"
+    out = _run([tool_path("llvm-nm"), flag, "--format=just-symbols", obj])
     return {line.strip() for line in out.splitlines() if line.strip()}
 
 
 def export_library(rt: Any, path: str, graph: Any = None) -> None:
-    """Write ``rt`` (a CPU ``JitModule``; ``graph``: its ``Executable``) as a library at ``path``.
+    """Write ``rt`` (a ``JitModule`` or ``CudaModule``; ``graph``: its ``Executable``) as a
+    library at ``path``.
+
+    A CUDA build's library holds the host code, the kernels' binaries (cubin, or PTX when
+    no ``ptxas`` was found) and their PTX; its ``mgpu*`` calls go through a table that
+    :func:`mlc_mlir.runtime.load_module` fills (:mod:`.export_cuda`). It can be written
+    where no GPU is.
 
     Raises:
-        BuildError: a CUDA module, a graph calling environment functions, no C compiler,
-            a function name that cannot be a symbol, code needing an MLIR runtime library
-            other than ``memrefCopy``, or a failing tool.
+        BuildError: a graph calling environment functions, no C compiler, a function name
+            that cannot be a symbol, code needing an MLIR runtime library other than
+            ``memrefCopy`` (and, for CUDA, the ``mgpu*`` functions of
+            :mod:`mlc_mlir.runtime.mgpu`), or a failing tool.
     """
-    target = Target.of(rt.target)
-    if not target.is_cpu:
-        raise BuildError(f"export_library: modules built for {rt.target!r} cannot be exported yet (only CPU "
-                         "targets, 'llvm'); keep the built module in this process, or rebuild from the "
-                         "MLIR text where it runs")
+    cuda = _is_cuda(rt)
+    if not cuda and not Target.of(rt.target).is_cpu:
+        raise BuildError(f"export_library: modules built for {rt.target!r} cannot be exported (CPU targets "
+                         "'llvm ...' and CUDA 'cuda ...' can)")
     for name in rt.signatures:
         check_symbol_name(name)
     path = os.fspath(path)
@@ -144,23 +164,27 @@ def export_library(rt: Any, path: str, graph: Any = None) -> None:
         if path.endswith((".o", ".ll")):
             shutil.copyfile(obj if path.endswith(".o") else ll, path)
             return
-        undefined = _undefined(obj)
+        undefined = _symbols(obj, undefined=True)
         mlir_runtime = sorted(s for s in undefined - _PROVIDED
-                              if s.startswith(("_mlir", "mgpu", "print", "rtclock", "mlirAsync", "_mlir_ciface")))
+                              if s.startswith(("_mlir", "mgpu", "print", "rtclock", "mlirAsync", "_mlir_ciface"))
+                              and not (cuda and s.startswith("mgpu")))
         if mlir_runtime:
             raise BuildError(f"export_library: the compiled code calls {mlir_runtime} from MLIR's runtime "
                              "libraries, which an exported library does not carry")
         openmp = any(s.startswith(("__kmpc_", "omp_")) for s in undefined)
         abi = abi_layout() if rt._fast_plans else None
         plans = dict(rt._fast_plans) if abi is not None else {}
-        alloc_flag = rt._lookup(GETTER_SYMBOL) != 0
+        alloc_flag = GETTER_SYMBOL in _symbols(obj, undefined=False) if cuda else rt._lookup(GETTER_SYMBOL) != 0
+        info = cuda_info(rt, undefined) if cuda else None
         meta = encode(kind="graph" if graph is not None else "module", target=str(rt.target),
                       signatures=rt.signatures, plans=plans, abi=abi, alloc_check=alloc_flag, openmp=openmp,
-                      graph=graph_metadata(graph.signatures, graph.extent_checks) if graph is not None else None)
+                      graph=graph_metadata(graph.signatures, graph.extent_checks) if graph is not None else None,
+                      cuda=info)
         src = os.path.join(tmp, "entries.c")
         Path(src).write_text(c_source(rt.signatures, plans, abi, metadata=meta,
                                       has_alloc_flag=alloc_flag,
-                                      memref_copy="memrefCopy" in undefined))
+                                      memref_copy="memrefCopy" in undefined,
+                                      cuda=cuda_c_source(info, rt.get_source("ptx")) if info else None))
         script = os.path.join(tmp, "exports.map")
         Path(script).write_text(_VERSION_SCRIPT)
         include = resources.files("mlc_mlir.runtime") / "include"

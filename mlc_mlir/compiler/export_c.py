@@ -16,7 +16,8 @@ and once: ``mlc_get_function(name)``, ``mlc_last_error()``, the metadata string
 ``mlc_module_metadata`` (:mod:`mlc_mlir.runtime.library_format`), the packed getter of the
 allocation-failure flag, and ``memrefCopy`` when the code calls it (MLIR's
 ``libmlir_c_runner_utils``, which the library must not need). No Python header is
-needed: the fast entries read NumPy's array fields at the recorded byte offsets.
+needed: the fast entries read NumPy's array fields at the recorded byte offsets. A CUDA
+build's file has the packed wrappers only, plus the part of :mod:`.export_cuda`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ..runtime.library_format import METADATA_SYMBOL, PY_SLOTS, TABLE_SYMBOL
 from ..runtime.signature import FuncSignature
 from .fastcall import GIL_RELEASE_BYTES
 
-__all__ = ["c_source", "check_symbol_name", "DLPACK_DTYPES"]
+__all__ = ["c_source", "c_string", "check_symbol_name", "DLPACK_DTYPES"]
 
 _C_CONTIGUOUS, _ALIGNED, _WRITEABLE = 0x0001, 0x0100, 0x0400  # numpy/ndarraytypes.h
 _SYMBOL = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$]*$")
@@ -52,7 +53,7 @@ def check_symbol_name(name: str) -> None:
                          "(letters, digits, '_', '.', '$'); rename the function")
 
 
-def _c_string(text: str) -> str:
+def c_string(text: str) -> str:
     """``text`` as adjacent C string literals (escaped, 96 characters a line)."""
     out, line = [], []
     for ch in text.encode():
@@ -278,14 +279,19 @@ void memrefCopy(int64_t elem_size, mlc_unranked *src_arg, mlc_unranked *dst_arg)
 
 
 def c_source(signatures: dict[str, FuncSignature], plans: dict[str, FastPlan], abi: dict[str, int] | None, *,
-             metadata: str, has_alloc_flag: bool, memref_copy: bool) -> str:
-    """The C file of an exported library (see the module docstring)."""
+             metadata: str, has_alloc_flag: bool, memref_copy: bool, cuda: str | None = None) -> str:
+    """The C file of an exported library (see the module docstring).
+
+    ``cuda``: the CUDA part (:func:`.export_cuda.cuda_c_source`) of a CUDA build, whose
+    functions take device pointers and run only after the loader set up their ``mgpu*``
+    table: such a library has no ``mlc_call_*`` C entries (``mlc_get_function`` finds none).
+    """
     for name in signatures:
         check_symbol_name(name)
     dtypes = sorted({str(d) for p in plans.values() for d in p.dtypes})
     dtype_slot = {d: len(PY_SLOTS) + j for j, d in enumerate(dtypes)}
     ranks = {len(a.shape) for s in signatures.values() for a in s.args}
-    out = [_PRELUDE, f"const char {METADATA_SYMBOL}[] =\n    {_c_string(metadata)};",
+    out = [_PRELUDE, f"const char {METADATA_SYMBOL}[] =\n    {c_string(metadata)};",
            f"void *{TABLE_SYMBOL}[{max(1, len(PY_SLOTS) + len(dtypes))}];", *_memref_types(ranks)]
     if has_alloc_flag:
         out += ['extern int64_t *mlc_alloc_flag(void) __asm__("__mlc_alloc_flag_address");',
@@ -293,15 +299,18 @@ def c_source(signatures: dict[str, FuncSignature], plans: dict[str, FastPlan], a
                 "void mlc_alloc_packed(void **args) { *(void **)args[0] = mlc_alloc_flag(); }"]
     if memref_copy:
         out.append(_MEMREF_COPY)
+    if cuda is not None:
+        out.append(cuda)
     table = []
     for i, sig in enumerate(signatures.values()):
         params = ", ".join(["void *"] * len(sig.args)) or "void"
         unpack = ", ".join(f"*(void **)args[{k}]" for k in range(len(sig.args)))
-        out += [f"static const char mlc_name{i}[] = {_c_string(sig.name)};",
-                f'extern void mlc_k{i}({params}) __asm__("_mlir_ciface_{sig.name}");',
+        out += [f'extern void mlc_k{i}({params}) __asm__("_mlir_ciface_{sig.name}");',
                 f'void mlc_packed{i}(void **args) __asm__("_mlir__mlir_ciface_{sig.name}");',
-                f"void mlc_packed{i}(void **args) {{ (void)args; mlc_k{i}({unpack}); }}",
-                *_dl_entry(i, sig, has_alloc_flag)]
+                f"void mlc_packed{i}(void **args) {{ (void)args; mlc_k{i}({unpack}); }}"]
+        if cuda is not None:
+            continue
+        out += [f"static const char mlc_name{i}[] = {c_string(sig.name)};", *_dl_entry(i, sig, has_alloc_flag)]
         if abi is not None and sig.name in plans:
             out += _py_entry(i, plans[sig.name], abi, dtype_slot)
         table.append(f"  {{mlc_name{i}, mlc_call{i}}},")
@@ -310,5 +319,7 @@ def c_source(signatures: dict[str, FuncSignature], plans: dict[str, FastPlan], a
             "MLCFunction mlc_get_function(const char *name) {",
             "  for (int i = 0; mlc_functions[i].name; ++i)",
             "    if (strcmp(mlc_functions[i].name, name) == 0) return mlc_functions[i].fn;",
-            "  mlc_fail(-1, \"no function %s in this library\", name);", "  return 0;", "}"]
+            "  mlc_fail(-1, \"no function %s in this library\", name);" if cuda is None else
+            "  mlc_fail(-1, \"%s: this library holds CUDA code, which has no C entries: load it with "
+            "mlc.runtime.load_module\", name);", "  return 0;", "}"]
     return "\n".join(out) + "\n"

@@ -10,7 +10,18 @@ library whose C string ``mlc_module_metadata`` is this JSON object, and
               "dtypes": ["float32", ...], "plans": [{"name", "dims", "dtypes", "outputs"}, ...]},
      "alloc_check": true, "openmp": false,
      "graph": {"functions": [{"name", "inputs": [...], "outputs": [...]}],
-               "extent_checks": {"main": [["n", 2, "@kern argument 0 dimension 0"], ...]}}}
+               "extent_checks": {"main": [["n", 2, "@kern argument 0 dimension 0"], ...]}},
+     "cuda": {"arch": "sm_90", "format": "bin" | "isa", "images": 1,
+              "entries": ["mgpuLaunchKernel", ...]}}
+
+``cuda`` is there for a CUDA build only (version 2: a runtime that reads version 1 only
+refuses the library instead of calling into a table it would not fill). Its code calls
+the ``mgpu*`` entries of MLIR's ``gpu-to-llvm`` host code; the library defines them as
+forwarders through its table ``mlc_mgpu_table`` (one slot per ``entries`` name, in that
+order), which the loader fills with the functions of
+:class:`~mlc_mlir.runtime.mgpu.KernelRuntime` before ``mlc_cuda_load()`` loads the
+``images`` kernel binaries (cubin, or PTX for ``"isa"``) that the library's constructors
+recorded when it was opened (:mod:`.cuda_library`).
 
 The fast entries of the library (``mlc_pyfn_<name>``, CPython ``METH_FASTCALL`` functions
 written in C at export time) read NumPy's array fields at the ``abi`` offsets of the
@@ -23,6 +34,7 @@ dtype per ``fast.dtypes`` entry) and uses the entries only when its own layout
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,14 +44,19 @@ from .fastcall import FastPlan, ndarray_layout, wrapper_layout
 from .signature import ArgSpec, FuncSignature
 from .vm import GraphSignature, TensorSpec
 
-__all__ = ["FORMAT", "VERSION", "METADATA_SYMBOL", "TABLE_SYMBOL", "PY_SLOTS", "abi_layout", "encode", "decode",
-           "Metadata"]
+__all__ = ["FORMAT", "VERSION", "METADATA_SYMBOL", "TABLE_SYMBOL", "MGPU_TABLE_SYMBOL", "CUDA_LOAD_SYMBOL",
+           "PTX_SYMBOL", "PY_SLOTS", "abi_layout", "encode", "decode", "Metadata", "CudaInfo"]
 
 FORMAT = "mlc-mlir-library"
-VERSION = 1
+#: the newest format version this runtime reads: 1 (CPU libraries), 2 (with a ``cuda`` part)
+VERSION = 2
 #: the C symbols of an exported library that the loader reads
 METADATA_SYMBOL = "mlc_module_metadata"
 TABLE_SYMBOL = "mlc_py_table"
+#: CUDA libraries: the table of ``mgpu*`` functions, the kernel loader, the kernels' PTX
+MGPU_TABLE_SYMBOL = "mlc_mgpu_table"
+CUDA_LOAD_SYMBOL = "mlc_cuda_load"
+PTX_SYMBOL = "mlc_cuda_ptx"
 #: the first entries of the library's table: objects and C-API functions of the loading process
 PY_SLOTS = ("numpy.ndarray", "None", "PyObject_VectorcallDict", "PyEval_SaveThread", "PyEval_RestoreThread",
             "Py_IncRef", "Py_DecRef", "mlc_mlir.runtime.NDArray")
@@ -54,6 +71,17 @@ def abi_layout() -> dict[str, int] | None:
         return None
     wrapper = wrapper_layout()
     return {**lay, "tuple_items": tuple.__basicsize__, "wrapper_data": -1 if wrapper is None else wrapper}
+
+
+@dataclass(frozen=True)
+class CudaInfo:
+    """The ``cuda`` part of the metadata: the chip and binary format of the kernels, how many
+    kernel images the library holds, the ``mgpu*`` functions its table forwards to."""
+
+    arch: str
+    format: str
+    images: int
+    entries: tuple[str, ...]
 
 
 class Metadata:
@@ -76,15 +104,22 @@ class Metadata:
                                  for g in graph.get("functions", [])}
         self.extent_checks = {name: tuple((c[0], int(c[1]), c[2]) for c in checks)
                               for name, checks in graph.get("extent_checks", {}).items()}
+        cuda = obj.get("cuda")
+        self.cuda = None if cuda is None else CudaInfo(str(cuda["arch"]), str(cuda["format"]), int(cuda["images"]),
+                                                       tuple(cuda["entries"]))
 
 
 def encode(*, kind: str, target: str, signatures: dict[str, FuncSignature], plans: dict[str, FastPlan],
            abi: dict[str, int] | None, alloc_check: bool, openmp: bool,
-           graph: dict[str, Any] | None = None) -> str:
-    """The metadata JSON of a library (see the module docstring); ``graph`` from :func:`graph_metadata`."""
+           graph: dict[str, Any] | None = None, cuda: CudaInfo | None = None) -> str:
+    """The metadata JSON of a library (see the module docstring); ``graph`` from :func:`graph_metadata`.
+
+    A CPU library is written as version 1 (every runtime since the format exists reads it),
+    a CUDA library as version 2.
+    """
     dtypes = sorted({str(d) for p in plans.values() for d in p.dtypes})
     obj: dict[str, Any] = {
-        "format": FORMAT, "version": VERSION, "kind": kind, "target": target,
+        "format": FORMAT, "version": 1 if cuda is None else 2, "kind": kind, "target": target,
         "functions": [{"name": s.name, "args": [_arg_json(a) for a in s.args]} for s in signatures.values()],
         "fast": {"abi": abi, "dtypes": dtypes,
                  "plans": [{"name": p.name, "dims": [list(d) for d in p.dims], "dtypes": [str(d) for d in p.dtypes],
@@ -92,6 +127,9 @@ def encode(*, kind: str, target: str, signatures: dict[str, FuncSignature], plan
         "alloc_check": alloc_check, "openmp": openmp}
     if graph is not None:
         obj["graph"] = graph
+    if cuda is not None:
+        obj["cuda"] = {"arch": cuda.arch, "format": cuda.format, "images": cuda.images,
+                       "entries": list(cuda.entries)}
     return json.dumps(obj, separators=(",", ":"))
 
 
@@ -118,12 +156,12 @@ def decode(text: str, where: str) -> Metadata:
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise RuntimeError_(f"{where}: not a library exported by mlc-mlir (metadata format "
                             f"{obj.get('format') if isinstance(obj, dict) else None!r})")
-    if obj.get("version") != VERSION:
+    if obj.get("version") not in range(1, VERSION + 1):
         raise RuntimeError_(f"{where}: library format version {obj.get('version')!r}; this runtime reads "
-                            f"version {VERSION} (export it again with this version of mlc-mlir)")
+                            f"versions 1 to {VERSION} (export it again with this version of mlc-mlir)")
     try:
         return Metadata(obj)
-    except (KeyError, TypeError, IndexError) as exc:
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise RuntimeError_(f"{where}: malformed library metadata ({type(exc).__name__}: {exc})") from None
 
 

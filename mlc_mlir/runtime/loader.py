@@ -151,9 +151,15 @@ def load_module(path: str | os.PathLike[str]) -> RuntimeModule | Executable:
         (``mlc.graph.build``) an :class:`~mlc_mlir.runtime.vm.Executable` for
         ``VirtualMachine(ex, mlc.cpu())``.
 
+    A CUDA build's library (``mlc.build(mod, "cuda")``) loads its kernels on GPU 0 through
+    ``cuda-python`` (:mod:`.cuda_library`): its functions take CUDA arrays (or NumPy arrays,
+    copied), its graphs run in ``VirtualMachine(ex, mlc.cuda(0))``.
+
     Raises:
         RuntimeError_: no such file, not a library exported by mlc-mlir, a newer format, or
             an OpenMP runtime that the library needs and this machine lacks.
+        CudaUnavailable: a CUDA library where ``cuda-python``, the driver or a GPU that
+            runs its kernels is missing (the message says which).
     """
     path = os.path.abspath(os.fspath(path))
     if not os.path.isfile(path):
@@ -163,6 +169,13 @@ def load_module(path: str | os.PathLike[str]) -> RuntimeModule | Executable:
     if not addr:
         raise RuntimeError_(f"load_module({path!r}): not a library exported by mlc-mlir (no {METADATA_SYMBOL})")
     meta = decode(ctypes.string_at(addr).decode(), path)
+    if meta.cuda is not None:
+        from .cuda_library import load_cuda  # it subclasses LibraryModule
+
+        cuda_rt = load_cuda(lib, path, meta)
+        if meta.kind == "graph":
+            return Executable(cuda_rt, meta.graph_signatures, [], CallbackErrors(), None, None, meta.extent_checks)
+        return cuda_rt
     fast = _fill_table(lib, meta)
     if meta.plans and not fast:
         log.info("%s: NumPy's array layout here differs from the exporting process's: calls take the checked "

@@ -207,14 +207,6 @@ def test_environment_functions_cannot_be_exported(tmp_path):
         ex.export_library(tmp_path / "env.so")
 
 
-def test_cuda_export_is_a_clear_error(tmp_path):
-    from _cuda_util import vector_add
-
-    rt = mlc.build(vector_add(1024, 128).mod, target="cuda -arch=sm_90")
-    with pytest.raises(BuildError, match="cannot be exported yet"):
-        rt.export_library(tmp_path / "cuda.so")
-
-
 def test_load_errors(tmp_path):
     with pytest.raises(RuntimeError_, match="no file"):
         mlc.runtime.load_module(tmp_path / "missing.so")
