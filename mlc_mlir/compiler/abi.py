@@ -259,10 +259,11 @@ def store_bools_as_bytes(module: ir.Module) -> None:
         BuildError: the retyped module does not verify (an op that reads the ``i1``
             elements themselves, which only a hand-written function has).
     """
-    funcs = [op for op in symbol_ops(module, defined=True).values()
-             if any(a in op.attributes for a in _RETYPED_ATTRS)]
+    defined = symbol_ops(module, defined=True)
+    funcs = [op for op in defined.values() if any(a in op.attributes for a in _RETYPED_ATTRS)]
     if not funcs:
         return
+    funcs += _bool_callees(funcs, defined)
     changed = False
     for fop in funcs:
         changed |= _retype_function(fop)
@@ -276,6 +277,34 @@ def store_bools_as_bytes(module: ir.Module) -> None:
     except ir.MLIRError as exc:
         raise BuildError("storing the bools of graph functions as bytes (i1 -> i8) gave IR that does "
                          f"not verify:\n{diagnostics_text(exc)}") from None
+
+
+def _bool_callees(roots: list[ir.Operation], defined: dict[str, ir.Operation]) -> list[ir.Operation]:
+    """The functions the ``roots`` call (transitively) that take or give ``i1`` tensors:
+    kernels kept as functions of their own (``no_inline`` calls of a lowered graph) must be
+    retyped with their callers, or the calls would pass bytes where they expect bools."""
+    seen = {id(f) for f in roots}
+    found: list[ir.Operation] = []
+    todo = list(roots)
+    while todo:
+        calls: list[ir.Operation] = []
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            if op.name == "func.call":
+                calls.append(op)
+            return ir.WalkResult.ADVANCE
+
+        todo.pop().walk(visit)
+        for call in calls:
+            callee = defined.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+            if callee is None or id(callee) in seen:
+                continue
+            seen.add(id(callee))
+            ftype = ir.FunctionType(ir.TypeAttr(callee.attributes["function_type"]).value)
+            if any(_byte_type(t) is not None for t in [*ftype.inputs, *ftype.results]):
+                found.append(callee)
+                todo.append(callee)
+    return found
 
 
 def _retype_function(fop: ir.Operation) -> bool:

@@ -136,7 +136,27 @@ def _convert_binary(e: BinaryOp) -> Affine:
     if cb is None or cb <= 0:
         raise _NotAffine(f"'{'//' if e.op == 'floordiv' else '%'}' in an index needs a positive "
                          "constant divisor: not supported")
-    return ADiv(a, cb) if e.op == "floordiv" else AMod(a, cb)
+    return _div_mod(a, cb, e.op)
+
+
+def _div_mod(a: Affine, divisor: int, op: str) -> Affine:
+    """``a // divisor`` or ``a % divisor``, simplified as MLIR's affine maps are: when every
+    coefficient and the constant of ``a`` are multiples of ``divisor`` (``d % 1``, ``(4 * d)
+    // 2``), the division is exact. (The simplified form decides which operand dimensions
+    a loop indexes alone, from which linalg infers the loop's range: ``p % 1 * 2 + kx``
+    is ``kx`` to MLIR, and must be to the plan too.)"""
+    lin = _linear(a)
+    if lin is not None and lin[1] % divisor == 0 and all(c % divisor == 0 for _, c in lin[0].values()):
+        if op == "floormod":
+            return AConst(0)
+        out: Affine = AConst(lin[1] // divisor)
+        for ax, c in lin[0].values():
+            term: Affine = ADim(ax)
+            if ax.lo:  # ADim is the axis value (loop dim + lo): take the lo back out
+                term = AAdd(term, AConst(-ax.lo))
+            out = AAdd(out, AMul(term, c // divisor))
+        return out
+    return ADiv(a, divisor) if op == "floordiv" else AMod(a, divisor)
 
 
 def _constant(a: Affine) -> int | None:
