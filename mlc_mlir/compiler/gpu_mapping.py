@@ -42,11 +42,14 @@ from ..irbuild import apply_transform, match, transform_script
 from ..irutil import sym_name
 
 __all__ = ["Kernel", "drop_self_copies", "find_kernels", "merge_bound_loops", "place_kernel_buffers",
-           "map_kernels", "mapping_script", "KERNEL_ATTR", "MAX_THREADS_PER_BLOCK", "trip_counts"]
+           "map_kernels", "mapping_script", "KERNEL_ATTR", "GUARD_ATTR", "MAX_THREADS_PER_BLOCK", "trip_counts"]
 
 MAX_THREADS_PER_BLOCK = 1024
 #: attribute numbering the kernel roots, which :func:`mapping_script` matches
 KERNEL_ATTR = "mlc.kernel"
+#: attribute of the ``scf.if`` that guards the body of a partial tile of a bound loop (the
+#: shared-memory stage lifts cooperative copies out of it: :mod:`.gpu_guards`)
+GUARD_ATTR = "mlc.guard"
 _MAX_BLOCK = {"x": 1024, "y": 1024, "z": 64}
 _MAX_GRID = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 _AXIS = {"block": "blockIdx", "thread": "threadIdx"}
@@ -318,6 +321,7 @@ def _rebuild(outer: ir.Operation, inner: ir.Operation | None) -> ir.Operation:
                     guards.append(arith.CmpIOp(arith.CmpIPredicate.slt, value, dim.upper).result)
             for cond in guards:
                 guard = scf.IfOp(cond)
+                guard.operation.attributes[GUARD_ATTR] = ir.UnitAttr.get()
                 with ir.InsertionPoint(guard.then_block):
                     anchor = scf.YieldOp([]).operation
         for op in _ops(loop.regions[0].blocks[0])[:-1]:

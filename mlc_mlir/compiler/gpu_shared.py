@@ -26,9 +26,22 @@ the copy into a cooperative fetch followed by the per-thread view::
         %t = memref.subview %S[%ty * 8, 0] [8, 8] [1, 1]     // this thread's part
         ... reads %t ...
 
-The threads of the block must all reach the copy (no partial thread tile around it:
-barriers in divergent code are undefined behaviour); offsets must be sums of a part that
-depends on the thread indices only and a part that does not.
+The threads of the block must all reach the copy (barriers in divergent code are
+undefined behaviour). A partial thread tile (1000 elements on 128 threads) guards its
+body by ``scf.if`` (:mod:`.gpu_mapping`); as in TVM the compute stays guarded and the copy
+is lifted out of the guard (pushed into the loops between them), and its fetch loads only
+the elements that lie inside the source (the idle threads past the tile widen the region
+beyond it)::
+
+        gpu.barrier
+        scf.for %e = %tid to %c130 step %c128 {
+          scf.if (%base + %e < 1002) { memref.store (memref.load %A[%base + %e]), %S[%e] }
+        }
+        gpu.barrier
+        scf.if (%tid < %valid) { ... reads %S ... }      // the partial tile's guard
+
+Offsets must be sums of a part that depends on the thread indices only and a part that
+does not.
 """
 
 from __future__ import annotations
@@ -42,6 +55,8 @@ from mlir.dialects import vector as vector_dialect
 
 from ..irutil import sym_name, symbol_ops
 from ..errors import BuildError
+from .gpu_guards import is_thread_forall, lift_out_of_guards
+from .gpu_mapping import GUARD_ATTR
 
 __all__ = ["promote_shared_copies", "emulate_shared_copies", "drop_host_shared_globals", "SHARED_SPACE"]
 
@@ -66,25 +81,30 @@ def _block_name(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes["mlc.block"]).value if "mlc.block" in op.attributes else "<copy>"
 
 
-def _thread_ivs(copy: ir.Operation, root: ir.Operation, counts_of) -> dict[ir.Value, int]:
-    """The induction variables of the thread foralls around ``copy`` -> trip counts."""
+def _thread_ivs(copy: ir.Operation, root: ir.Operation, counts_of) -> tuple[dict[ir.Value, int], bool]:
+    """The induction variables of the thread foralls around ``copy`` -> trip counts (a
+    partial tile's full count), and whether a thread tile around it is partial (a forall
+    with a dynamic bound, or a guard of the GPU mapping: the fetch must check its bounds)."""
     ivs: dict = {}
+    partial = False
     parent = copy.parent
     while parent is not None and parent.operation != root:
         op = parent.operation
-        if op.name == "scf.if":
-            raise BuildError(f"shared copy {_block_name(copy)!r} sits under a condition (a partial thread or "
-                             "loop tile): every thread of the block must reach its barriers; use tile "
+        if op.name == "scf.if" and GUARD_ATTR not in op.attributes:
+            raise BuildError(f"shared copy {_block_name(copy)!r} sits under a condition (a partial loop tile "
+                             "or a guarded read): every thread of the block must reach its barriers; use tile "
                              "sizes that divide the extents")
-        if op.name == "scf.forall" and "mapping" in op.attributes and "thread" in str(op.attributes["mapping"]):
+        if is_thread_forall(op):
             lbs = list(ir.DenseI64ArrayAttr(op.attributes["staticLowerBound"]))
             steps = list(ir.DenseI64ArrayAttr(op.attributes["staticStep"]))
             if any(lb != 0 for lb in lbs) or any(st != 1 for st in steps):
                 raise BuildError(f"shared copy {_block_name(copy)!r}: its thread loop is not normalized")
+            ubs = list(ir.DenseI64ArrayAttr(op.attributes["staticUpperBound"]))
+            partial |= ir.ShapedType.get_dynamic_size() in ubs
             for arg, count in zip(op.regions[0].blocks[0].arguments, counts_of(op)):
                 ivs[arg] = count
         parent = parent.parent
-    return ivs
+    return ivs, partial
 
 
 def _terms(expr: ir.AffineExpr) -> list[ir.AffineExpr]:
@@ -282,8 +302,17 @@ def _readers(tile: ir.Value) -> list[ir.Operation]:
     return found
 
 
-def _before_in_block(first: ir.Operation, second: ir.Operation) -> bool:
-    return first.block == second.block and first.is_before_in_block(second)
+def _follows(first: ir.Operation, second: ir.Operation) -> bool:
+    """``second`` comes after ``first``: later in its block, or inside an op that is (a read
+    that a partial tile's guard holds, after the copy was lifted out of it)."""
+    op = second
+    while True:
+        if op.block == first.block:
+            return first.is_before_in_block(op)
+        parent = op.parent
+        if parent is None or parent.name in ("func.func", "builtin.module"):
+            return False
+        op = parent.operation
 
 
 def _retype_views(value: ir.Value, space: ir.Attribute) -> None:
@@ -323,12 +352,62 @@ def _linear_thread_id(block: tuple[int, int, int]) -> ir.Value:
     return tid
 
 
+def _fetch(base: ir.Value, src_idx: list, shared: ir.Value, idx: list, vector: int, elem: ir.Type) -> None:
+    if vector > 1:
+        vtype = ir.VectorType.get([vector], elem)
+        vector_dialect.StoreOp(vector_dialect.LoadOp(vtype, base, src_idx).result, shared, idx)
+    else:
+        memref.StoreOp(memref.LoadOp(base, src_idx).result, shared, idx)
+
+
+def _inside(src_idx: list, bounds: list, last: int = 0) -> ir.Value:
+    """``src_idx`` (its last index plus ``last``) lies inside ``bounds``."""
+    inside = None
+    for d, (i, n) in enumerate(zip(src_idx, bounds)):
+        if d == len(src_idx) - 1 and last:
+            i = arith.AddIOp(i, _index(last)).result
+        lt = arith.CmpIOp(arith.CmpIPredicate.ult, i, n).result
+        inside = lt if inside is None else arith.AndIOp(inside, lt).result
+    return inside
+
+
+def _guarded_fetch(base: ir.Value, src_idx: list, shared: ir.Value, idx: list, vector: int, elem: ir.Type,
+                   bounds: list) -> None:
+    """A chunk wholly inside ``base`` as one vector; else each of its elements that is inside."""
+    if vector == 1:
+        fetch = scf.IfOp(_inside(src_idx, bounds))
+        with ir.InsertionPoint(fetch.then_block):
+            _fetch(base, src_idx, shared, idx, 1, elem)
+            scf.YieldOp([])
+        return
+    whole = scf.IfOp(_inside(src_idx, bounds, vector - 1), has_else=True)
+    with ir.InsertionPoint(whole.then_block):
+        _fetch(base, src_idx, shared, idx, vector, elem)
+        scf.YieldOp([])
+    with ir.InsertionPoint(whole.else_block):
+        for lane in range(vector):
+            lane_src = src_idx[:-1] + [arith.AddIOp(src_idx[-1], _index(lane)).result]
+            lane_dst = idx[:-1] + [arith.AddIOp(idx[-1], _index(lane)).result]
+            one = scf.IfOp(_inside(lane_src, bounds))
+            with ir.InsertionPoint(one.then_block):
+                _fetch(base, lane_src, shared, lane_dst, 1, elem)
+                scf.YieldOp([])
+        scf.YieldOp([])
+
+
 def _cooperative_copy(base: ir.Value, offsets: list[ir.Value], shared: ir.Value, shape: list[int],
-                      block: tuple[int, int, int] | None, vector: int) -> None:
+                      block: tuple[int, int, int] | None, vector: int, guarded: bool = False) -> None:
     """All threads of the block copy ``base[offsets + idx]`` into ``shared[idx]``: chunk ``c``
     (``vector`` consecutive elements of the innermost dim) by thread ``c mod nthreads``;
     barriers before and after. ``block=None``: one thread copies everything, no barriers
-    (the CPU emulation)."""
+    (the CPU emulation). ``guarded``: the region may run past ``base`` (the threads past a
+    partial tile widen it), so each chunk is fetched only where it lies inside ``base``
+    (a chunk across the end of a row element by element)."""
+    bounds = None
+    if guarded:
+        btype = ir.MemRefType(base.type)
+        bounds = [_index(n) if n != ir.ShapedType.get_dynamic_size() else memref.DimOp(base, _index(d)).result
+                  for d, n in enumerate(btype.shape)]
     if block is not None:
         gpu.BarrierOp()
     total = math.prod(shape) // vector
@@ -344,11 +423,10 @@ def _cooperative_copy(base: ir.Value, offsets: list[ir.Value], shared: ir.Value,
             idx[-1] = arith.MulIOp(idx[-1], _index(vector)).result
         src_idx = [arith.AddIOp(o, i).result for o, i in zip(offsets, idx)]
         elem = ir.MemRefType(shared.type).element_type
-        if vector > 1:
-            vtype = ir.VectorType.get([vector], elem)
-            vector_dialect.StoreOp(vector_dialect.LoadOp(vtype, base, src_idx).result, shared, idx)
+        if bounds is None:
+            _fetch(base, src_idx, shared, idx, vector, elem)
         else:
-            memref.StoreOp(memref.LoadOp(base, src_idx).result, shared, idx)
+            _guarded_fetch(base, src_idx, shared, idx, vector, elem, bounds)
         scf.YieldOp([])
     if block is not None:
         gpu.BarrierOp()
@@ -366,7 +444,7 @@ def _members(copy: ir.Operation, dst: ir.Value, base: ir.Value, parts: list[_Off
         n_in = list(ir.DenseI32ArrayAttr(reader.attributes["operandSegmentSizes"]))[0]
         for value in list(reader.operands)[:n_in]:
             op = _unit_subview(value)
-            if op is None or not _rooted(value, base) or not _before_in_block(copy, op):
+            if op is None or not _rooted(value, base) or not _follows(copy, op):
                 continue
             root, offsets, sizes = _root_tile(value, name)
             if root != base:
@@ -406,7 +484,8 @@ def _promote(module: ir.Module, copy: ir.Operation, root: ir.Operation, block: t
         raise BuildError(f"shared copy {name!r}: its tile {dtype} has a dynamic shape; shared memory needs "
                          "static tiles (split by factors that divide the extents)")
     base, offsets, sizes = _root_tile(src, name)
-    ivs = _thread_ivs(copy, root, counts_of)
+    ivs, partial = _thread_ivs(copy, root, counts_of)
+    partial = lift_out_of_guards(copy, ivs, _block_name(copy)) or partial
     parts = [_split_offset(o, ivs, name).shifted(extra) for o, extra in offsets]
     members = _members(copy, dst, base, parts, ivs, root, name)
     tiles = [(parts, sizes)] + [(mp, ms) for _, mp, ms in members]
@@ -428,7 +507,7 @@ def _promote(module: ir.Module, copy: ir.Operation, root: ir.Operation, block: t
         vector = ir.IntegerAttr(copy.attributes["mlc.vector"]).value if "mlc.vector" in copy.attributes else 1
         if shape[-1] % vector:
             vector = 1  # the tile's rows are not whole vectors: scalar fetch
-        _cooperative_copy(base, region, shared, shape, block, vector)
+        _cooperative_copy(base, region, shared, shape, block, vector, guarded=partial)
         local = [arith.SubIOp(_absolute(o, extra), r).result for (o, extra), r in zip(offsets, region)]
         view = _view(shared, local, sizes, shape, space)
     copy.erase()

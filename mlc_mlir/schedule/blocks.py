@@ -7,7 +7,9 @@ into the loop (``transform.structured.fuse_into_containing_op``), then tiled fur
 
 from __future__ import annotations
 
+from ..context import mlc_context
 from ..errors import ScheduleError
+from .footprint import block_accesses, shared_footprint
 from .peel import share_peel
 from .state import BlockState, FuncState, Loop
 from .trace import BlockRV, LoopRV
@@ -26,6 +28,19 @@ class BlockPrimitives:
         Preconditions: a block under ``loop`` reads ``block``'s result with plain indices;
         no other block is attached to ``block``'s loops. Unit loops are always dropped
         (``preserve_unit_loops`` is accepted for the course's signature).
+
+        A ``"shared"`` read cache covers what the whole thread block reads (TVM's region
+        relaxation, :mod:`.footprint`): the ``threadIdx`` loops around ``loop`` are relaxed
+        and every read of the cached tensor counts, window offsets included. Course ch.6
+        window sum, ``i_1`` bound to 128 threads::
+
+            sch.compute_at(A_shared, i1)
+            sch.get_loops(A_shared)        # [i_0, i_1, ax0]: ax0 over 130 elements
+            ax0, ax1 = sch.split(sch.get_loops(A_shared)[-1], [None, 128])
+            sch.bind(ax1, "threadIdx.x")   # cooperative fetch
+
+        The emitted program still fuses each thread's tile; the CUDA build widens it to the
+        block's region in workgroup memory.
 
         IR before: ``Y`` (matmul) then ``C`` (relu) at top level. Schedule::
 
@@ -51,11 +66,26 @@ class BlockPrimitives:
             base = [(e, e is not None) for e in prod.info.extents]
             for dc, dp in c_to_p.items():
                 base[dp] = fstate.tile_extent(cons, index + 1, dc)
+            wide = self._shared_base(fstate, prod, cons, oper, index)
             shared = {u: tuple((c_to_p[dc], e) for dc, e in fstate.loops[u].parts[cons.name] if dc in c_to_p)
                       for u in cons.path[:index + 1]}
-            self._attach(fstate, prod, cons.path[:index + 1], shared, base)
+            self._attach(fstate, prod, cons.path[:index + 1], shared, wide or base)
+            prod.block_wide = wide is not None and wide != base
             share_peel(fstate, cons.path[:index + 1], cons.name, prod.name, c_to_p)
             self._record("compute_at", [("block", block), ("loop", loop)])
+
+    def _shared_base(self, fstate: FuncState, prod: BlockState, cons: BlockState, oper: int,
+                     index: int) -> list | None:
+        """The thread block's region for a ``"shared"`` read cache (:mod:`.footprint`), or
+        None for other blocks (their tile is what one iteration of the loop reads)."""
+        if prod.cache_scope != "shared" or not any(c[0] == "read" and c[3] == prod.name for c in fstate.caches):
+            return None
+        cache = self.__dict__.setdefault("_accesses", {})
+        key = (fstate.func, cons.name)
+        if key not in cache:
+            with mlc_context():
+                cache[key] = block_accesses(self._orig.mlir_module, fstate.func, cons.name)
+        return shared_footprint(fstate, prod, cons, oper, index, cache[key])
 
     def reverse_compute_at(self, block: BlockRV, loop: LoopRV, *, preserve_unit_loops: bool = False) -> None:
         """Compute consumer ``block`` under ``loop`` of its producer, on the tile that one
@@ -141,6 +171,7 @@ class BlockPrimitives:
         moved.path = list(prefix) + own
         moved.base = list(base)
         moved.init_level = None
+        moved.block_wide = False
 
     def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
         """Place ``block``'s init (its ``linalg.fill``) right before ``loop``: under the

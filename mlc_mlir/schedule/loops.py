@@ -49,7 +49,9 @@ class LoopPrimitives:
         the extent. A factor that does not divide the extent is legal: the partial tile is
         guarded by ``affine.min``. On a dynamic extent only the outermost factor may be
         ``None``. Loops of extent 1 are kept (``preserve_unit_iters`` is accepted for the
-        course's signature).
+        course's signature). The own loop of a ``"shared"`` copy sized to the thread
+        block's region by ``compute_at`` (or a fusion of its loops) splits into ``[None,
+        threads]`` or ``[None, threads, vector]``: cooperative fetching (:mod:`.cache`).
 
         IR before (block ``Y`` untouched: all loops inside the op)::
 
@@ -84,9 +86,11 @@ class LoopPrimitives:
                 raise ScheduleError(f"split: loop {old.name} is already {how}; splitting it would drop that "
                                     "annotation (split first, then annotate the new loops)")
             parts = old.parts[block.name]
+            if block.cache_scope == "shared" and (len(parts) != 1 or block.block_wide):
+                # cooperative fetching (course ch.6): the copy's fused loop, or its own loop
+                # over the thread block's region (compute_at of a shared cache)
+                return self._split_shared_copy(fstate, block, uid, vals, loop, factors)
             if len(parts) != 1:
-                if block.cache_scope == "shared":  # cooperative fetching (course ch.6)
-                    return self._split_shared_copy(fstate, block, uid, vals, loop, factors)
                 raise ScheduleError(f"split: loop {old.name} is a fusion of several dims; splitting it is not "
                                     "supported")
             dim, extent = parts[0]

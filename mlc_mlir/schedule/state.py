@@ -61,7 +61,10 @@ class BlockState:
     the tile of its producer/consumer after compute_at) and whether it is exact (no
     partial tile above it). ``init_level`` is the number of path loops that enclose the
     init fill (``None``: together with the block). ``inner_tile[d]`` is the extent of
-    dim ``d`` kept inside the op by blockize.
+    dim ``d`` kept inside the op by blockize. ``block_wide``: a ``"shared"`` cache sized by
+    ``compute_at`` to the thread block's region (threadIdx loops relaxed, window offsets
+    included) instead of one iteration's tile (the emitted per-thread tile is widened by
+    the CUDA build): its own loops are only fused and split for cooperative fetching.
     """
 
     info: BlockInfo
@@ -72,6 +75,7 @@ class BlockState:
     blockized: bool = False
     tensorized: str | None = None
     cache_scope: str | None = None
+    block_wide: bool = False
 
     @property
     def name(self) -> str:
@@ -265,6 +269,14 @@ class FuncState:
                     if block.info.is_reduction(d):
                         raise ScheduleError(f"block {name!r}: loop {loop.name} is a reduction loop and cannot be "
                                             f"{loop.kind}")
+        if block.block_wide:
+            for uid in block.path:
+                loop = self.loops[uid]
+                if len(self.owners(uid)) == 1 and (loop.kind != "serial" or loop.peel is not None):
+                    raise ScheduleError(f"block {name!r}: loop {loop.name} spans the thread block's region of the "
+                                        "shared copy, which all threads fetch together; fuse the copy's loops and "
+                                        "split them [None, threads] or [None, threads, vector] (then bind and "
+                                        "vectorize those) instead")
         peeled_dims: dict[int, str] = {}
         for uid in block.path:
             if self.loops[uid].peel is not None:
