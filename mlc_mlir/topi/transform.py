@@ -51,7 +51,10 @@ def _strides(shape: tuple) -> list:
 def reshape(a: Any, newshape: Sequence[int | str]) -> Any:
     """``a`` read in row-major order into ``newshape`` (one ``-1`` inferred when static).
 
-    Only the leading dimension may be symbolic.
+    Dimensions that both shapes start with (the same size or symbol, e.g. a symbolic
+    batch and sequence) are kept as they are; of the rest, only the leading dimension may
+    be symbolic: ``(8, "batch", 96) -> (8, "batch", 3, 32)`` and ``("n", 12) -> ("n", 3,
+    4)`` work, ``(4, "n") -> ("n", 4)`` does not.
     """
     check_tensor(a, "reshape")
     in_dims, out_dims = shape_names(a.shape), tuple(newshape)
@@ -60,17 +63,22 @@ def reshape(a: Any, newshape: Sequence[int | str]) -> Any:
         if total is None or not rest or total % rest:
             raise TEError(f"topi.reshape: cannot infer the -1 in {out_dims} from {in_dims}")
         out_dims = tuple(total // rest if d == -1 else d for d in out_dims)
-    s_in, s_out = _strides(in_dims), _strides(out_dims)
+    keep = 0  # the common leading dimensions (the last one kept only if more follow)
+    while (keep < min(len(in_dims), len(out_dims)) - 1 and in_dims[keep] == out_dims[keep]):
+        keep += 1
+    s_in, s_out = _strides(in_dims[keep:]), _strides(out_dims[keep:])
     if None in s_in + s_out:
-        raise TEError(f"topi.reshape {in_dims} -> {out_dims}: only the leading dimension may be symbolic")
+        raise TEError(f"topi.reshape {in_dims} -> {out_dims}: after the dimensions both shapes start with, "
+                      "only the leading dimension may be symbolic")
     shape = tuple(te_dim((a,), d) for d in out_dims)
+    rest_in = in_dims[keep:]
 
     def body(*i: Any) -> Any:
         flat = 0
-        for ix, s in zip(i, s_out):
+        for ix, s in zip(i[keep:], s_out):
             flat = flat + ix * s
-        src = []
-        for j, (s, d) in enumerate(zip(s_in, in_dims)):
+        src = list(i[:keep])
+        for j, (s, d) in enumerate(zip(s_in, rest_in)):
             q = flat // s if s != 1 else flat
             src.append(q % d if j > 0 and isinstance(d, int) else q)
         return a[tuple(src)]
@@ -149,17 +157,31 @@ def strided_slice(a: Any, begin: Sequence[int], end: Sequence[int], strides: Seq
         raise TEError(f"topi.strided_slice: axes {axes}, begin {tuple(begin)}, end {tuple(end)} and strides "
                       f"{strides} must have one entry per sliced axis")
     picks: dict[int, range] = {}
+    prefix: dict[int, tuple[str, int]] = {}  # axis -> (symbolic end, the axis's size)
     for x, b, e, s in zip(axes, begin, end, strides):
         k = normalize_axis(x, len(a.shape), "strided_slice")
         d = a.shape[k]
+        if isinstance(e, str):  # a[:seq]
+            if b != 0 or s != 1 or not isinstance(d, int):
+                raise TEError(f"topi.strided_slice: a symbolic end {e!r} needs begin 0, stride 1 and a static "
+                              f"axis, got {b}:{e}:{s} on axis {k} of {shape_names(a.shape)}")
+            prefix[k] = (e, d)
+            continue
         if not isinstance(d, int) or s == 0:
             raise TEError(f"topi.strided_slice: axis {k} of {shape_names(a.shape)} is symbolic or stride is 0")
         picks[k] = range(*slice(b, e, s).indices(d))
         if not picks[k]:
             raise TEError(f"topi.strided_slice: {b}:{e}:{s} selects nothing from axis {k} of size {d}")
-    shape = tuple(len(picks[k]) if k in picks else d for k, d in enumerate(a.shape))
-    return te.compute(shape, lambda *i: a[tuple(picks[k].start + picks[k].step * ix if k in picks else ix
-                                                 for k, ix in enumerate(i))], name="strided_slice")
+    shape = tuple(len(picks[k]) if k in picks else prefix[k][0] if k in prefix else d for k, d in enumerate(a.shape))
+
+    def index(k: int, ix: Any) -> Any:
+        if k in picks:
+            return picks[k].start + picks[k].step * ix
+        if k in prefix:  # a larger size at run time reads the last element (an extract read, clamped)
+            return te.min(ix, prefix[k][1] - 1)
+        return ix
+
+    return te.compute(shape, lambda *i: a[tuple(index(k, ix) for k, ix in enumerate(i))], name="strided_slice")
 
 
 def concatenate(a_tuple: Sequence[Any], axis: int = 0) -> Any:

@@ -367,3 +367,26 @@ def test_power_of_negative_and_zero_bases_matches_numpy():
     b = np.array([[2.0, 3.0, 2.0, 0.0, -1.0, 0.5, 0.5, -3.0]], np.float32)
     with np.errstate(all="ignore"):
         np.testing.assert_allclose(run(R.power, a, b), np.power(a, b), rtol=1e-6)
+
+
+def test_strided_slice_with_a_symbolic_end():
+    """x[:seq] of a static buffer (a causal mask sliced to the sequence length): one build for
+    every length; the end travels through the MLIR text as an array of ints and symbols (the
+    buffer is small enough to be printed inline)."""
+    x = relax.Var("x", ("seq", 4), "float32")
+    buf = rng.standard_normal((4, 4)).astype(np.float32)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            m = bb.emit(R.strided_slice(relax.const(buf), [0], [0], ["seq"]))
+            assert m.shape == ("seq", 4)
+            out = bb.emit_output(bb.emit(R.add(x, m)))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    assert '"seq"' in mod.script()
+    vm = mlc.graph.VirtualMachine(mlc.graph.build(mlc.Module.parse(mod.script()), "llvm"), mlc.cpu())
+    for seq in (1, 3, 4):
+        xv = rng.standard_normal((seq, 4)).astype(np.float32)
+        np.testing.assert_allclose(vm["main"](xv).numpy(), xv + buf[:seq], rtol=1e-6)
+    with pytest.raises(mlc.GraphError, match="symbolic end .* needs begin 0 and stride 1"):
+        R.strided_slice(x, [0], [1], ["seq"])

@@ -144,7 +144,8 @@ VARIADIC_OPS = ("concat",)
 
 def encode_attrs(values: dict, op: str = "op") -> dict[str, ir.Attribute]:
     """A graph op's Python attributes as MLIR attributes, one spelling per Python type:
-    a tuple of ints is ``array<i64: ...>``, a bool ``true``/``false``, an int ``i64``, a
+    a tuple of ints is ``array<i64: ...>`` (with symbolic sizes among them, an array of
+    ``i64`` and strings), a bool ``true``/``false``, an int ``i64``, a
     float ``f64``, a string a string; ``None`` is left out (read back by
     :func:`mlc_mlir.graph.ir.analysis.op_attrs`)."""
     out: dict[str, ir.Attribute] = {}
@@ -152,9 +153,17 @@ def encode_attrs(values: dict, op: str = "op") -> dict[str, ir.Attribute]:
         if v is None or key == "shape":  # reshape's shape is its result type
             continue
         if isinstance(v, (tuple, list)):
-            if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
-                raise GraphError(f"{op}: attribute {key}={v!r} must be a tuple of ints")
-            out[key] = ir.DenseI64ArrayAttr.get([int(x) for x in v])
+            ints = all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v)
+            if ints:
+                out[key] = ir.DenseI64ArrayAttr.get([int(x) for x in v])
+            elif all(isinstance(x, str) or (isinstance(x, (int, np.integer)) and not isinstance(x, bool))
+                     for x in v):  # sizes, some symbolic: [0, "seq"]
+                i64 = ir.IntegerType.get_signless(64)
+                out[key] = ir.ArrayAttr.get([ir.StringAttr.get(x) if isinstance(x, str) else ir.IntegerAttr.get(i64, int(x))
+                                             for x in v])
+            else:
+                raise GraphError(f"{op}: attribute {key}={v!r} must be a tuple of ints (or of ints and "
+                                 "symbolic sizes)")
         elif isinstance(v, (bool, np.bool_)):
             out[key] = ir.BoolAttr.get(bool(v))
         elif isinstance(v, (int, np.integer)):

@@ -148,6 +148,9 @@ def op_attrs(op: ir.Operation, result_shape: Shape | None) -> dict[str, object]:
             continue
         if isinstance(attr, ir.DenseI64ArrayAttr):
             attrs[key] = tuple(attr)
+        elif isinstance(attr, ir.ArrayAttr):  # sizes, some symbolic
+            attrs[key] = tuple(ir.StringAttr(a).value if isinstance(a, ir.StringAttr) else ir.IntegerAttr(a).value
+                               for a in attr)
         elif isinstance(attr, ir.BoolAttr):
             attrs[key] = bool(attr.value)
         elif isinstance(attr, ir.IntegerAttr):

@@ -253,6 +253,12 @@ def _strided_slice(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> t
         raise GraphError(f"{op}: axes {axes} names a dimension twice")
     out = list(shape)
     for a, b, e, s in zip(norm, begin, end, strides):
+        if isinstance(e, str):  # x[:seq]: the symbolic size
+            if b != 0 or s != 1:
+                raise GraphError(f"{op}: a symbolic end ({e!r}) needs begin 0 and stride 1 on axis {a}, "
+                                 f"got {b}:{e}:{s}")
+            out[a] = e
+            continue
         out[a] = len(slice_range(op, shape[a], b, e, s, a))
     return tuple(out), dtype
 

@@ -341,10 +341,15 @@ def strided_slice(x: Any, axes: Sequence[int], begin: Sequence[int], end: Sequen
                   strides: Sequence[int] | None = None) -> Call:
     """``x[begin:end:stride]`` along each of ``axes`` (NumPy's bounds: negative ones count
     from the end, out-of-range ones are clamped); the sliced axes must be static.
-    ``torch`` slice / select / narrow / split / chunk map onto it."""
+    ``torch`` slice / select / narrow / split / chunk map onto it. An ``end`` may be a
+    symbolic size (``x[:seq]`` of a causal-mask buffer, with begin 0 and stride 1): the
+    axis then has that size, and a run with a larger one reads the axis's last element
+    (no error at run time)."""
     x = _expr(x, "strided_slice", 0)
     ax = _axes(tuple(axes) if isinstance(axes, (tuple, list)) else axes, "strided_slice", x)
-    b, e = _int_list(begin, "strided_slice", "begin"), _int_list(end, "strided_slice", "end")
+    b = _int_list(begin, "strided_slice", "begin")
+    ends = tuple(end) if isinstance(end, (tuple, list)) else (end,)
+    e = tuple(v if isinstance(v, str) else _int_list(v, "strided_slice", "end")[0] for v in ends)
     st = (1,) * len(b) if strides is None else _int_list(strides, "strided_slice", "strides")
     return _call("strided_slice", [x], {"axes": ax, "begin": b, "end": e, "strides": st})
 
