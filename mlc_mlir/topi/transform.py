@@ -51,10 +51,11 @@ def _strides(shape: tuple) -> list:
 def reshape(a: Any, newshape: Sequence[int | str]) -> Any:
     """``a`` read in row-major order into ``newshape`` (one ``-1`` inferred when static).
 
-    Dimensions that both shapes start with (the same size or symbol, e.g. a symbolic
-    batch and sequence) are kept as they are; of the rest, only the leading dimension may
-    be symbolic: ``(8, "batch", 96) -> (8, "batch", 3, 32)`` and ``("n", 12) -> ("n", 3,
-    4)`` work, ``(4, "n") -> ("n", 4)`` does not.
+    Dimensions that both shapes start or end with (the same size or symbol, e.g. a
+    symbolic batch and sequence) are kept as they are; of the ones between, only the
+    leading dimension may be symbolic: ``(8, "batch", 96) -> (8, "batch", 3, 32)``,
+    ``(1, "seq", 256) -> ("seq", 256)`` and ``("n", 12) -> ("n", 3, 4)`` work,
+    ``(4, "n") -> ("n", 4)`` does not.
     """
     check_tensor(a, "reshape")
     in_dims, out_dims = shape_names(a.shape), tuple(newshape)
@@ -63,24 +64,30 @@ def reshape(a: Any, newshape: Sequence[int | str]) -> Any:
         if total is None or not rest or total % rest:
             raise TEError(f"topi.reshape: cannot infer the -1 in {out_dims} from {in_dims}")
         out_dims = tuple(total // rest if d == -1 else d for d in out_dims)
-    keep = 0  # the common leading dimensions (the last one kept only if more follow)
-    while (keep < min(len(in_dims), len(out_dims)) - 1 and in_dims[keep] == out_dims[keep]):
+    keep = 0  # the dimensions both shapes start with
+    while keep < min(len(in_dims), len(out_dims)) and in_dims[keep] == out_dims[keep]:
         keep += 1
-    s_in, s_out = _strides(in_dims[keep:]), _strides(out_dims[keep:])
+    tail = 0  # and end with
+    while (tail < min(len(in_dims), len(out_dims)) - keep
+           and in_dims[len(in_dims) - 1 - tail] == out_dims[len(out_dims) - 1 - tail]):
+        tail += 1
+    mid_in, mid_out = in_dims[keep:len(in_dims) - tail], out_dims[keep:len(out_dims) - tail]
+    s_in, s_out = _strides(mid_in), _strides(mid_out)
     if None in s_in + s_out:
-        raise TEError(f"topi.reshape {in_dims} -> {out_dims}: after the dimensions both shapes start with, "
-                      "only the leading dimension may be symbolic")
+        raise TEError(f"topi.reshape {in_dims} -> {out_dims}: between the dimensions both shapes start and "
+                      "end with, only the leading dimension may be symbolic")
     shape = tuple(te_dim((a,), d) for d in out_dims)
-    rest_in = in_dims[keep:]
+    n_out = len(out_dims)
 
     def body(*i: Any) -> Any:
         flat = 0
-        for ix, s in zip(i[keep:], s_out):
+        for ix, s in zip(i[keep:n_out - tail], s_out):
             flat = flat + ix * s
         src = list(i[:keep])
-        for j, (s, d) in enumerate(zip(s_in, rest_in)):
+        for j, (s, d) in enumerate(zip(s_in, mid_in)):
             q = flat // s if s != 1 else flat
             src.append(q % d if j > 0 and isinstance(d, int) else q)
+        src += list(i[n_out - tail:])
         return a[tuple(src)]
 
     return te.compute(shape, body, name="reshape")

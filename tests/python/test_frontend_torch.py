@@ -146,7 +146,7 @@ def test_unmapped_op_names_node_and_op():
 
 
 def test_unsupported_module_option_names_node():
-    model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1)).eval()
+    model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect")).eval()
     with pytest.raises(mlc.MlcError, match=r"node '_0'.*padding"):
         mlc.frontend.from_fx(fx.symbolic_trace(model), [(1, 1, 8, 8)])
 

@@ -2,7 +2,7 @@
 traces them) from_fx, built for the CPU, run on the VM and compared with torch eager: the
 largest difference at most 1e-5 of the largest reference value, at batch 1 and batch 8.
 Each family also exports with a dynamic batch (``torch.export.Dim``; GPT-2 a dynamic
-sequence too): one build runs both sizes. Sizes are small (definitions in _zoo.py) so the
+sequence too): one build runs both sizes. Sizes are small (definitions in mlc_mlir.testing.models) so the
 file builds in a few minutes on two cores."""
 
 import time
@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 from torch import fx  # noqa: E402
 from torch.export import Dim  # noqa: E402
 
-import _zoo as Z  # noqa: E402
+from mlc_mlir.testing import models as Z  # noqa: E402
 import mlc_mlir as mlc  # noqa: E402
 
 TOL = 1e-5

@@ -1,9 +1,12 @@
-"""Model definitions for tests/python/test_model_zoo.py (plain torch, small sizes).
+"""The model zoo: the architectures people bring, in plain torch, with random seeded weights
+(no download): the model tests (tests/python/test_model_zoo.py, small sizes), the examples
+(examples/resnet18.py, gpt2_block.py) and benchmarks/bench_models.py (full sizes) use it.
 
-ResNet-18 and MobileNet-v2 follow torchvision's structure (torchvision is not installed:
-its wheel links CUDA torch), with a width parameter so tests stay quick; the GPT-2 block
-is nanoGPT-style; ``hf_gpt2`` is transformers' ``GPT2Model`` (or ``None`` when
-transformers is missing); ``encoder_layer`` is ``nn.TransformerEncoderLayer``.
+ResNet-18 and MobileNet-v2 follow torchvision's structure (torchvision's PyPI wheel links
+CUDA torch, so it is not a dependency), with a width parameter so tests stay quick; the
+GPT-2 block is nanoGPT-style; ``hf_gpt2`` is transformers' ``GPT2Model`` (``None`` when
+transformers is missing); ``encoder_layer`` is ``nn.TransformerEncoderLayer``; ``seeded``
+redraws a model's parameters and batch-norm statistics from a seed. Needs torch.
 """
 
 from __future__ import annotations

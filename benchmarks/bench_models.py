@@ -1,0 +1,203 @@
+"""Real models side by side: our default build, torch eager, torch.compile (inductor, CPU)
+and ONNX Runtime (TVM when installed is not wired in yet), on ResNet-18 (224),
+MobileNet-v2 (224), a GPT-2 block (seq 128, d 768, 12 heads) and BERT encoder layers
+(``nn.TransformerEncoderLayer``, seq 128, d 256 and 768), at batch 1 and 8, on 1 and 2
+threads.
+
+Each (model, batch, threads) runs in a child process of its own (the thread counts of
+OpenMP, torch and ONNX Runtime are fixed when they start), which times every runner in
+interleaved rounds and reports medians, the build / compile / session-creation time of
+each, the largest difference to torch eager (relative to its largest value) and the
+process's peak memory after each runner's first call. Ratios are our time over the
+peer's (below 1: faster). The host is printed first.
+
+Run: python benchmarks/bench_models.py [--quick] [--models resnet18,gpt2] [--batches 1] [--threads 2]
+     [--no-compile] (skip torch.compile, whose first call compiles for minutes)
+Needs torch; ONNX Runtime from the ``bench`` extra (``onnxruntime``, ``onnx``, ``onnxscript``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+MODELS = {
+    "resnet18": "ResNet-18 224",
+    "mobilenet_v2": "MobileNet-v2 224",
+    "gpt2": "GPT-2 block s128 d768 h12",
+    "bert256": "BERT layer s128 d256",
+    "bert768": "BERT layer s128 d768",
+}
+
+
+def _model(name: str, batch: int, quick: bool):
+    import torch
+    from torch import nn
+
+    from mlc_mlir.testing import models
+
+    g = torch.Generator().manual_seed(0)
+    if name == "resnet18":
+        size = 64 if quick else 224
+        return models.seeded(models.ResNet18()).eval(), (torch.randn(batch, 3, size, size, generator=g),)
+    if name == "mobilenet_v2":
+        size = 64 if quick else 224
+        return models.seeded(models.MobileNetV2()).eval(), (torch.randn(batch, 3, size, size, generator=g),)
+    seq = 32 if quick else 128
+    if name == "gpt2":
+        d, heads = (256, 4) if quick else (768, 12)
+        return models.seeded(models.GPT2Block(d, heads, block_size=seq)).eval(), (torch.randn(batch, seq, d, generator=g),)
+    d = 256 if name == "bert256" else 768
+    layer = nn.TransformerEncoderLayer(d, d // 64, dim_feedforward=4 * d, batch_first=True)
+    return models.seeded(layer).eval(), (torch.randn(batch, seq, d, generator=g),)
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(name: str, batch: int, threads: int, quick: bool, use_compile: bool, rounds: int) -> dict:
+    import numpy as np
+    import torch
+
+    import mlc_mlir as mlc
+
+    torch.set_num_threads(threads)
+    model, inputs = _model(name, batch, quick)
+    arrays = [t.numpy() for t in inputs]
+    with torch.no_grad():
+        ref = model(*inputs).numpy()
+    out: dict = {"model": name, "batch": batch, "threads": threads, "runners": {}}
+    runners = {}
+
+    start = time.perf_counter()
+    ep = torch.export.export(model, inputs)
+    mod = mlc.frontend.from_exported_program(ep)
+    ex = mlc.graph.build(mod, "llvm")
+    vm = mlc.graph.VirtualMachine(ex, mlc.cpu())
+    fn = vm["main"]
+    got = fn(*arrays).numpy()
+    out["runners"]["ours"] = {"setup_s": time.perf_counter() - start, "peak_mb": _peak_mb(),
+                              "rel": float(np.abs(got - ref).max() / np.abs(ref).max())}
+    runners["ours"] = lambda: fn(*arrays)
+
+    def eager():
+        with torch.no_grad():
+            model(*inputs)
+    runners["torch eager"] = eager
+    out["runners"]["torch eager"] = {"setup_s": 0.0, "peak_mb": _peak_mb(), "rel": 0.0}
+
+    if use_compile:
+        try:
+            start = time.perf_counter()
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                res = compiled(*inputs).numpy()
+
+            def run_compiled():
+                with torch.no_grad():
+                    compiled(*inputs)
+            runners["torch.compile"] = run_compiled
+            out["runners"]["torch.compile"] = {"setup_s": time.perf_counter() - start, "peak_mb": _peak_mb(),
+                                               "rel": float(np.abs(res - ref).max() / np.abs(ref).max())}
+        except Exception as exc:  # noqa: BLE001 - a peer that fails is reported, not fatal
+            out["runners"]["torch.compile"] = {"error": f"{type(exc).__name__}: {str(exc)[:120]}"}
+    try:
+        import onnxruntime as ort
+
+        start = time.perf_counter()
+        path = f"/tmp/bench_models_{os.getpid()}.onnx"
+        torch.onnx.export(model, inputs, path, dynamo=True, verbose=False)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        names = [i.name for i in sess.get_inputs()]
+        feed = dict(zip(names, arrays))
+        res = sess.run(None, feed)[0]
+        runners["onnxruntime"] = lambda: sess.run(None, feed)
+        out["runners"]["onnxruntime"] = {"setup_s": time.perf_counter() - start, "peak_mb": _peak_mb(),
+                                         "rel": float(np.abs(res - ref).max() / np.abs(ref).max())}
+        os.unlink(path)
+    except ImportError:
+        out["runners"]["onnxruntime"] = {"error": "not installed (pip install mlc-mlir[bench])"}
+    except Exception as exc:  # noqa: BLE001
+        out["runners"]["onnxruntime"] = {"error": f"{type(exc).__name__}: {str(exc)[:120]}"}
+
+    times: dict[str, list[float]] = {k: [] for k in runners}
+    for _ in range(rounds):  # interleaved: drift of a shared machine hits every runner alike
+        for key, run in runners.items():
+            start = time.perf_counter()
+            run()
+            times[key].append(time.perf_counter() - start)
+    for key, ts in times.items():
+        out["runners"][key]["median_ms"] = 1e3 * statistics.median(ts)
+    return out
+
+
+def _table(results: list[dict]) -> str:
+    lines = ["| model | batch | threads | ours (ms) | torch eager | torch.compile | ONNX Runtime | ours/eager | "
+             "ours/ORT | build (s) | peak MB (ours) | max rel. diff |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        rs = r["runners"]
+
+        def ms(key):
+            v = rs.get(key, {})
+            return f"{v['median_ms']:.2f}" if "median_ms" in v else v.get("error", "-")[:40]
+        ours = rs["ours"].get("median_ms")
+        eager = rs["torch eager"].get("median_ms")
+        ort_ms = rs.get("onnxruntime", {}).get("median_ms")
+        lines.append(f"| {MODELS[r['model']]} | {r['batch']} | {r['threads']} | {ms('ours')} | {ms('torch eager')} | "
+                     f"{ms('torch.compile')} | {ms('onnxruntime')} | {ours / eager:.2f}x | "
+                     f"{f'{ours / ort_ms:.2f}x' if ort_ms else '-'} | {rs['ours']['setup_s']:.1f} | "
+                     f"{rs['ours']['peak_mb']:.0f} | {rs['ours']['rel']:.1e} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="small inputs (a smoke run)")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        name, batch, threads = args.child.split(":")
+        print("RESULT " + json.dumps(_child(name, int(batch), int(threads), args.quick, not args.no_compile,
+                                            args.rounds)))
+        return 0
+    from bench_common import host_report
+
+    print(host_report())
+    results = []
+    for name in args.models.split(","):
+        for batch in (int(b) for b in args.batches.split(",")):
+            for threads in (int(t) for t in args.threads.split(",")):
+                env = dict(os.environ, OMP_NUM_THREADS=str(threads), KMP_BLOCKTIME="0")
+                cmd = [sys.executable, __file__, "--child", f"{name}:{batch}:{threads}", "--rounds", str(args.rounds)]
+                cmd += ["--quick"] if args.quick else []
+                cmd += ["--no-compile"] if args.no_compile else []
+                proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+                if line is None:
+                    print(f"{name} batch {batch} threads {threads}: failed\n{proc.stderr[-2000:]}", flush=True)
+                    continue
+                results.append(json.loads(line[len("RESULT "):]))
+                print(_table(results[-1:]).splitlines()[-1], flush=True)
+    print()
+    print(_table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
