@@ -31,7 +31,7 @@ P, I64, U64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64
 #: entry point -> ctypes signature (result first), as in MLIR's CudaRuntimeWrappers.cpp
 ENTRY_POINTS: dict[str, tuple[Any, ...]] = {
     "mgpuModuleLoad": (P, P, U64),
-    "mgpuModuleLoadJIT": (P, P, ctypes.c_int, U64),
+    "mgpuModuleLoadJIT": (P, P, ctypes.c_int),  # (PTX, opt level): LLVM 22's host code passes no size
     "mgpuModuleUnload": (None, P),
     "mgpuModuleGetFunction": (P, P, ctypes.c_char_p),
     "mgpuLaunchKernel": (None, P, I64, I64, I64, I64, I64, I64, ctypes.c_int32, P, P, P, U64),
@@ -99,10 +99,10 @@ class KernelRuntime:
         image = ctypes.string_at(data, size)
         return self._keep(cu.call("cuModuleLoadData", image))
 
-    def _ModuleLoadJIT(self, data: int, opt_level: int, size: int) -> int:
+    def _ModuleLoadJIT(self, data: int, opt_level: int) -> int:
         cu.activate(self.device_index)
-        text = ctypes.string_at(data, size)  # PTX, compiled by the driver: NUL-terminated
-        return self._keep(cu.call("cuModuleLoadData", text if text.endswith(b"\0") else text + b"\0"))
+        text = ctypes.string_at(data)  # PTX, NUL-terminated, compiled by the driver
+        return self._keep(cu.call("cuModuleLoadData", text + b"\0"))
 
     def _ModuleUnload(self, module: int) -> None:
         obj = self._objects.pop(module, None)
