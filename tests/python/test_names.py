@@ -13,8 +13,7 @@ import pytest
 import mlc_mlir as mlc
 from mlc_mlir import graph, te
 
-#: the names of the public API contract (API.md) that exist today, reached from ``mlc`` (the model
-#: zoo ops and ``runtime.load_module`` are not there yet)
+#: the names of the public API contract (API.md), reached from ``mlc``
 API_NAMES = """
 Module.parse Module.from_file Module.from_expr Module.get_global_var Module.update_func Module.clone Module.script
 Module.show IRModule MlcError ScheduleError GraphError BuildError LoweringError ArgumentError RuntimeError_ TuneError
@@ -37,6 +36,9 @@ tune.LocalBackend tune.RayBackend meta_schedule.tune_tir meta_schedule.space_gen
 meta_schedule.tir_integration.compile_tir meta_schedule.relax_integration.tune_relax meta_schedule.TuneConfig
 meta_schedule.cost_model.XGBModel frontend.from_fx frontend.from_exported_program topi.nn.matmul topi.add
 topi.nn.relu topi.transpose topi.nn.softmax topi.nn.conv2d
+runtime.load_module graph.op.nn.avg_pool2d graph.op.nn.adaptive_avg_pool2d graph.op.where graph.op.equal
+graph.op.less graph.op.greater graph.op.broadcast_to graph.op.split graph.op.concat graph.op.strided_slice
+graph.op.take graph.op.expand_dims graph.op.squeeze graph.op.nn.gelu_tanh graph.op.clip
 """.split()
 
 

@@ -96,9 +96,10 @@ def test_each_layer_raises_its_own_error():
     A, B = te.placeholder((2, 3), name="A"), te.placeholder((4,), name="B")
     with pytest.raises(TEError, match=r"topi.add: shapes \(2, 3\) and \(4,\) do not broadcast"):
         topi.add(A, B)
-    with pytest.raises(TEError, match="unknown dtype of placeholder 'C' 'bool'"):
-        te.placeholder((2,), "bool", name="C")
+    with pytest.raises(TEError, match="unknown dtype of placeholder 'C' 'complex64'"):
+        te.placeholder((2,), "complex64", name="C")
     assert Var("m", (2,), "bool").dtype == "bool"  # graph tensors may be bool
+    assert te.placeholder((2,), "bool", name="D").dtype == "bool"  # and te tensors (one byte each)
     with pytest.raises(GraphError, match="shape of Var 'x'"):
         Var("x", (2, -1))
 

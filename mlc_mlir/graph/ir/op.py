@@ -35,7 +35,7 @@ class UnknownOpError(GraphError, AttributeError):
 
 
 def _unknown_op(namespace: str, name: str, known: Sequence[str]) -> UnknownOpError:
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.7)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return UnknownOpError(f"{namespace} has no op {name!r}{hint} (its ops: {', '.join(sorted(known))})")
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import GraphError
-from ...tensor_types import int_range, normalize_dtype, normalize_shape
+from ...tensor_types import format_shape, int_range, normalize_dtype, normalize_shape
 from .expr import Call, Expr
 from .op_base import _call, _expr
 
@@ -31,7 +31,7 @@ __all__ = [
     # reductions
     "sum", "mean", "max", "min", "prod", "any", "all", "cumsum",
     # layout and indexing
-    "broadcast_to", "expand_dims", "squeeze", "strided_slice", "concat", "take", "tril", "triu",
+    "broadcast_to", "expand_dims", "squeeze", "strided_slice", "split", "concat", "take", "tril", "triu",
 ]
 
 #: the most tensors one ``concat`` joins (one IRDL operand slot each)
@@ -352,6 +352,29 @@ def strided_slice(x: Any, axes: Sequence[int], begin: Sequence[int], end: Sequen
     e = tuple(v if isinstance(v, str) else _int_list(v, "strided_slice", "end")[0] for v in ends)
     st = (1,) * len(b) if strides is None else _int_list(strides, "strided_slice", "strides")
     return _call("strided_slice", [x], {"axes": ax, "begin": b, "end": e, "strides": st})
+
+
+def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> tuple[Call, ...]:
+    """``x`` cut along the static ``axis`` (``relax.op.split``): into ``indices_or_sections``
+    equal parts (it must divide the axis), or at the given indices. The graph has no tuple
+    values, so the parts come back as a Python tuple of :func:`strided_slice` calls, each
+    emitted on its own (``q, k, v = [bb.emit(p) for p in op.split(qkv, 3, axis=-1)]``)."""
+    x = _expr(x, "split", 0)
+    (ax,) = _axes((axis,), "split", x)
+    size = x.shape[ax]
+    if not isinstance(size, int):
+        raise GraphError(f"split: axis {ax} of {format_shape(x.shape)} is symbolic; only static axes can be split")
+    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections, bool):
+        n = int(indices_or_sections)
+        if n < 1 or size % n:
+            raise GraphError(f"split: {n} sections do not divide axis {ax} of size {size}")
+        cuts = [size // n * k for k in range(1, n)]
+    else:
+        cuts = [int(c) for c in _int_list(indices_or_sections, "split", "indices")]
+        if cuts != sorted(set(cuts)) or (cuts and not 0 < cuts[0] <= cuts[-1] < size):  # (any/all are ops here)
+            raise GraphError(f"split: indices {cuts} must increase strictly inside axis {ax} of size {size}")
+    bounds = [0, *cuts, size]
+    return tuple(strided_slice(x, [ax], [lo], [hi]) for lo, hi in zip(bounds, bounds[1:]))
 
 
 def concat(tensors: Sequence[Any], axis: int = 0) -> Call:
