@@ -73,7 +73,7 @@ def _child(name: str, batch: int, threads: int, quick: bool, use_compile: bool, 
     arrays = [t.numpy() for t in inputs]
     with torch.no_grad():
         ref = model(*inputs).numpy()
-    out: dict = {"model": name, "batch": batch, "threads": threads, "runners": {}}
+    out: dict = {"model": name, "batch": batch, "threads": threads, "quick": quick, "runners": {}}
     runners = {}
 
     start = time.perf_counter()
@@ -117,6 +117,8 @@ def _child(name: str, batch: int, threads: int, quick: bool, use_compile: bool, 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
+        # its workers would spin after each run and take the cores from the runner timed next
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
         names = [i.name for i in sess.get_inputs()]
         feed = dict(zip(names, arrays))
@@ -141,6 +143,10 @@ def _child(name: str, batch: int, threads: int, quick: bool, use_compile: bool, 
     return out
 
 
+def _label(r: dict) -> str:
+    return MODELS[r["model"]] + (" (quick: small inputs)" if r.get("quick") else "")
+
+
 def _table(results: list[dict]) -> str:
     lines = ["| model | batch | threads | ours (ms) | torch eager | torch.compile | ONNX Runtime | ours/eager | "
              "ours/ORT | build (s) | peak MB (ours) | max rel. diff |",
@@ -154,7 +160,7 @@ def _table(results: list[dict]) -> str:
         ours = rs["ours"].get("median_ms")
         eager = rs["torch eager"].get("median_ms")
         ort_ms = rs.get("onnxruntime", {}).get("median_ms")
-        lines.append(f"| {MODELS[r['model']]} | {r['batch']} | {r['threads']} | {ms('ours')} | {ms('torch eager')} | "
+        lines.append(f"| {_label(r)} | {r['batch']} | {r['threads']} | {ms('ours')} | {ms('torch eager')} | "
                      f"{ms('torch.compile')} | {ms('onnxruntime')} | {ours / eager:.2f}x | "
                      f"{f'{ours / ort_ms:.2f}x' if ort_ms else '-'} | {rs['ours']['setup_s']:.1f} | "
                      f"{rs['ours']['peak_mb']:.0f} | {rs['ours']['rel']:.1e} |")
