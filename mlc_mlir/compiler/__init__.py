@@ -3,10 +3,14 @@ pipeline's stages, the JIT's runtime module (``mlc.build``)."""
 
 from __future__ import annotations
 
+import os
+
 from ..ir import Module
 from ..target import Target
 from ..runtime.signature import FuncSignature
-from .driver import Compiled, compile, lower
+from .compile_cache import cache_root, cached_module_build
+from .cpu_backend import CpuBackend
+from .driver import Compiled, backend_for, compile, lower
 from ..runtime.module import CompiledFunction, ProfileResult, RuntimeModule
 from .executable import JitModule
 from .pipeline import Compilation, GraphStage, ModuleStage, PassStage, Stage, run_stage, run_stages
@@ -17,7 +21,8 @@ __all__ = ["build", "compile", "lower", "Compiled", "RuntimeModule", "JitModule"
 
 
 def build(mod: Module, target: str | Target = "llvm", *, opt_level: int = 3,
-          print_after_all: bool = False, arch: str | None = None, fastmath: str = "contract") -> RuntimeModule:
+          print_after_all: bool = False, arch: str | None = None, fastmath: str = "contract",
+          cache: bool | str | os.PathLike[str] = False) -> RuntimeModule:
     """Compile every public function of ``mod`` for the host CPU or a CUDA GPU.
 
     The compiled call checks the arrays passed in (dtype, shape, ...), not the indices the
@@ -45,6 +50,10 @@ def build(mod: Module, target: str | Target = "llvm", *, opt_level: int = 3,
             within 1e-6 relative of NumPy), ``"none"`` (IEEE, bit-exact evaluation order),
             or a comma list such as ``"contract,afn"``; ``"fast"``/``"reassoc"`` allow
             reordering sums (less accurate, and slower on reduction loops here).
+        cache: the persistent compile cache (:mod:`.compile_cache`), off by default here (the
+            tuner builds thousands of candidates): True (``$MLC_CACHE_DIR``, else the user's
+            cache directory; ``MLC_CACHE_DIR=off`` wins) or a directory. A hit loads the
+            library of an earlier build of the same module and options (CPU targets only).
 
     Returns:
         A :class:`RuntimeModule` (a :class:`CudaModule` for cuda): ``rt["name"](*arrays)``
@@ -54,5 +63,14 @@ def build(mod: Module, target: str | Target = "llvm", *, opt_level: int = 3,
         BuildError: unknown target, a function not in destination-passing form, or a
             lowering stage that fails (``LoweringError``, with the diagnostics).
     """
-    return compile(mod, target, opt_level=opt_level, fastmath=fastmath, arch=arch,
-                   print_after_all=print_after_all).runtime
+    def fresh(library_dir: str | None) -> RuntimeModule:
+        return compile(mod, target, opt_level=opt_level, fastmath=fastmath, arch=arch,
+                       print_after_all=print_after_all, library_dir=library_dir).runtime
+
+    root = cache_root(cache) if cache is not False and not print_after_all and arch is None else None
+    if root is not None and isinstance(mod, Module):
+        backend = backend_for(target, opt_level=opt_level, fastmath=fastmath)
+        if isinstance(backend, CpuBackend):
+            return cached_module_build(mod, backend.target, root, opt_level=opt_level, fastmath=backend.fastmath,
+                                       build=fresh)
+    return fresh(None)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -10,10 +13,13 @@ from typing import Any
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
+from ..context import mlc_context
 from ..errors import BuildError
 from ..target import Target, host_features
 from ..toolchain import mlir_lib, openmp_lib
+from ..runtime.module import RuntimeModule
 from .alloc_check import alloc_failure_check
+from .aot import AOT_MIN_CODE, code_text, load_library, write_library
 from .codegen_flags import check_fastmath
 from .executable import JitModule
 from .pipeline import Compilation, Stage, codegen_stages
@@ -59,8 +65,26 @@ class CpuBackend:
 
     def load(self, lowered: ir.Module, state: Compilation, *, source: str,
              callbacks: Mapping[str, Any] | None = None,
-             after_call: Callable[[], None] | None = None) -> JitModule:
-        """JIT the LLVM-dialect module: the runtime module (``rt["name"](*arrays)``)."""
+             after_call: Callable[[], None] | None = None, library_dir: str | None = None) -> RuntimeModule:
+        """The runtime module (``rt["name"](*arrays)``) of the LLVM-dialect module: the JIT's, or a
+        shared library's (:mod:`.aot`: kernels compiled in parallel), loaded.
+
+        A library is written to ``library_dir`` when given (the compile cache's entry), else to
+        a temporary directory when the module holds more than :data:`.aot.AOT_MIN_CODE` of
+        code (the JIT is slower there). Callbacks (environment functions) need the JIT.
+        """
+        if not callbacks:
+            with mlc_context():
+                text = code_text(lowered)
+            temporary = library_dir is None and len(text.code) >= AOT_MIN_CODE
+            if library_dir is not None or temporary:
+                out = library_dir or tempfile.mkdtemp(prefix="mlc-library-")
+                path = write_library(lowered, state, out, target=self.target, opt_level=self.opt_level,
+                                     source=state.source or source, graph=bool(state.graph_signatures), text=text)
+                rt = load_library(path, lowered)
+                if temporary:  # the loaded code stays mapped; the files go with the module
+                    weakref.finalize(rt, shutil.rmtree, out, True)
+                return rt
         engine = _jit(lowered, state, self.opt_level, callbacks)
         return JitModule(engine=engine, signatures=state.signatures, lowered=lowered,
                          source=state.source or source, target=str(self.target),

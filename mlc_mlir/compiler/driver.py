@@ -138,7 +138,7 @@ def compile(mod: Module, target: Any = "llvm", *, opt_level: int = 3, graph_opt_
             op_map: dict | None = None, fastmath: str = "contract", arch: str | None = None,
             print_after_all: bool = False,
             callbacks: Mapping[str, Any] | Callable[[Compilation], Mapping[str, Any]] | None = None,
-            after_call: Callable[[], None] | None = None) -> Compiled:
+            after_call: Callable[[], None] | None = None, library_dir: str | None = None) -> Compiled:
     """Compile ``mod`` for ``target`` and load it.
 
     Args:
@@ -154,6 +154,8 @@ def compile(mod: Module, target: Any = "llvm", *, opt_level: int = 3, graph_opt_
             compiled code calls), or a function of the final state returning them (a graph
             learns its environment functions while it is lowered).
         after_call: run after every call of a compiled function.
+        library_dir: (CPU) compile into a shared library in this directory, kernels in
+            parallel (:mod:`.aot`), and load it, instead of the JIT (ignored with callbacks).
 
     Raises:
         BuildError: an unknown target, a bad option, a failing stage (``LoweringError``), or
@@ -171,7 +173,8 @@ def compile(mod: Module, target: Any = "llvm", *, opt_level: int = 3, graph_opt_
             names = sorted({c.name for c in state.env_calls})
             raise BuildError(f"the graph calls environment functions {names} (call_dps_packed): build it with "
                              "mlc.graph.build, which connects them to their Python functions")
-        runtime = backend.load(lowered, state, source=source, callbacks=callbacks, after_call=after_call)
+        extra = {"library_dir": library_dir} if library_dir is not None else {}
+        runtime = backend.load(lowered, state, source=source, callbacks=callbacks, after_call=after_call, **extra)
         times.lap("load (LLVM code generation)")
     log.info("%s", times.report())
     return Compiled(runtime, state)

@@ -20,6 +20,10 @@ TUNING_FILES = frozenset({"test_tune.py", "test_tune_isolation.py"})
 
 
 def pytest_configure(config):
+    # The persistent compile cache is off in tests (each build compiles: tests of the build's
+    # internals see its stages run, and no test reads another's entry); test_compile_cache.py
+    # turns it on in temporary directories. Child processes (isolated tests, examples) inherit it.
+    os.environ["MLC_CACHE_DIR"] = "off"
     config.addinivalue_line("markers", "isolated: run the test in a child pytest process, so that an abort "
                                        "of the interpreter fails this test instead of ending the run")
 

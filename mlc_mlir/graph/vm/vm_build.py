@@ -8,33 +8,41 @@ The build verifies the graph, optimizes it (``opt_level``, :mod:`..transform.opt
 into fewer tensor programs), legalizes the remaining graph ops, lowers each graph
 function to a destination-passing function of calls (:mod:`..transform.lower`) and compiles the
 whole module to native code with ``mlc.build``'s pipeline; calls of tensor programs are
-inlined first, so a graph made of tensor programs is one compiled function.
-Environment functions (``call_dps_packed``) are external functions of that code,
-registered on the JIT as ctypes callbacks: each call hands the registered Python
-function zero-copy NumPy views of its arguments. An exception raised inside one is kept
-and re-raised as :class:`RuntimeError_` when the compiled call returns.
+inlined first, so a graph made of tensor programs is one compiled function. The code is
+compiled ahead of time into a shared library that the persistent compile cache keeps
+(:mod:`.cached`: a second build of the same module loads it), or, with the cache off, by the
+JIT (a module with more than 10 MB of code into a library, faster there:
+:mod:`mlc_mlir.compiler.aot`). Environment functions (``call_dps_packed``) are external
+functions of that code, registered on the JIT (always used for them) as ctypes callbacks:
+each call hands the registered Python function zero-copy NumPy views of its arguments. An
+exception raised inside one is kept and re-raised as :class:`RuntimeError_` when the
+compiled call returns.
 The virtual machine that runs the result is :mod:`mlc_mlir.runtime.vm` (no MLIR).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from mlir import ir
 
 from ...compiler import Compilation, compile
+from ...compiler.compile_cache import cache_root
 from ...errors import GraphError
 from ...irutil import symbol_ops
 from ...target import resolve_tag
 from ...ir import Module
 from ..ir.analysis import func_name, graph_functions, value_shapes, walk_ops
+from .cached import cached_build
 from ...runtime.vm import CallbackErrors, Executable, ExtentCheck, make_callback
 
 __all__ = ["build", "static_extent_checks"]
 
 
 def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict | None = None,
-          llvm_opt_level: int = 3, print_after_all: bool = False) -> Executable:
+          llvm_opt_level: int = 3, print_after_all: bool = False,
+          cache: bool | str | os.PathLike[str] = True) -> Executable:
     """Compile the graph functions of ``mod`` (and the tensor programs they call).
 
     Args:
@@ -47,6 +55,11 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
         op_map: extra legalization rules, graph op name -> function (see ``LegalizeOps``).
         llvm_opt_level: LLVM optimisation level 0-3.
         print_after_all: print the IR after each stage.
+        cache: the persistent compile cache (:mod:`mlc_mlir.compiler.compile_cache`): True
+            (``$MLC_CACHE_DIR``, else ``$XDG_CACHE_HOME/mlc-mlir`` or ``~/.cache/mlc-mlir``;
+            ``MLC_CACHE_DIR=off`` turns it off), False, or a directory. A second build of the
+            same module and options loads the first one's library. Builds with an ``op_map``,
+            ``print_after_all``, environment functions (``call_dps_packed``) or for CUDA bypass it.
 
     Raises:
         GraphError: the module has no graph function, fails :func:`verify_graph`, calls an
@@ -66,16 +79,24 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
 
         return build_graph_cuda(mod, target, opt_level=opt_level, op_map=op_map, llvm_opt_level=llvm_opt_level,
                                 print_after_all=print_after_all)
-    errors = CallbackErrors()
 
-    def callbacks(state: Compilation) -> dict[str, Any]:  # environment functions are known once lowered
-        return {c.symbol: make_callback(c, errors) for c in state.env_calls}
+    def fresh(library_dir: str | None) -> Executable:
+        errors = CallbackErrors()
 
-    built = compile(mod, target, opt_level=llvm_opt_level, graph_opt_level=opt_level, op_map=op_map,
-                    print_after_all=print_after_all, callbacks=callbacks, after_call=errors.reraise)
-    state = built.state
-    return Executable(built.runtime, state.graph_signatures, state.env_calls, errors, mod, state.optimized,
-                      state.extent_checks)
+        def callbacks(state: Compilation) -> dict[str, Any]:  # environment functions are known once lowered
+            return {c.symbol: make_callback(c, errors) for c in state.env_calls}
+
+        built = compile(mod, target, opt_level=llvm_opt_level, graph_opt_level=opt_level, op_map=op_map,
+                        print_after_all=print_after_all, callbacks=callbacks, after_call=errors.reraise,
+                        library_dir=library_dir)
+        state = built.state
+        return Executable(built.runtime, state.graph_signatures, state.env_calls, errors, mod, state.optimized,
+                          state.extent_checks)
+
+    root = cache_root(cache) if op_map is None and not print_after_all else None
+    if root is None:
+        return fresh(None)
+    return cached_build(mod, target, root, opt_level=opt_level, llvm_opt_level=llvm_opt_level, build=fresh)
 
 
 
