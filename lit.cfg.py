@@ -21,6 +21,8 @@ config.substitutions.append(("%ROOT", root))
 config.environment["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
 # Only the shared test helpers (tests/python/_*_util.py); they import the installed mlc_mlir.
 config.environment["PYTHONPATH"] = os.path.join(root, "tests", "python")
+# lit tests check what builds print and produce: never a build from the persistent compile cache
+config.environment["MLC_CACHE_DIR"] = "off"
 for var in ("HOME", "TMPDIR", "MLC_OPENMP_LIB", "MLC_CUDA_TOOLKIT", "MLC_DIALECTS_DIR", "MLC_LOG"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
