@@ -74,6 +74,10 @@ def contraction_of(info: BlockInfo) -> Contraction | None:
         return None
     if all(info.extents[d] == 1 for d in range(info.ndims) if info.is_reduction(d)):
         return None  # a sum over one element is a copy (te's way to keep a block from being inlined)
+    if any(None in m for m in info.maps[:info.n_inputs]):
+        # an operand read at a constant index (a reshape that dropped unit dims, fused in:
+        # x[i, k, 0, 0]) is not a projected permutation, which linalg's vectorizer needs
+        return None
     j = out[-1]
     if info.is_reduction(j) or info.extents[j] is None:
         return None
