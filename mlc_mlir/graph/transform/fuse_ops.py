@@ -135,7 +135,10 @@ def _op_info(op: ir.Operation, shapes: dict, funcs: dict[str, ir.Operation]) -> 
     if name in _UNARY or name == "ewise_fma":
         return K.ELEMWISE, False
     if name in _MOVEMENT:
-        return K.INJECTIVE, True
+        # only a transpose becomes a matmul's prologue (an indexing map of its operand); a
+        # reshape fused in would read the operand at constant (dropped unit dims) or div/mod
+        # indices, which the contraction rules cannot vectorize: it stays a kernel of its own
+        return K.INJECTIVE, name == "permute_dims"
     if name in ("tril", "triu"):
         return K.INJECTIVE, False
     if name in _OUT_EWISE:
