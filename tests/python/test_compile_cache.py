@@ -266,10 +266,8 @@ def test_mlc_build_caches_on_request(cache, records, mm_relu_text):
 
 
 _CHILD = textwrap.dedent("""
-    import sys
     import numpy as np
     import mlc_mlir as mlc
-    sys.path.insert(0, {here!r})
     from _deploy_models import mlp_module, mlp_params, mlp_reference
     p = mlp_params()
     ex = mlc.graph.build(mlp_module(p))
@@ -281,8 +279,9 @@ _CHILD = textwrap.dedent("""
 
 
 def test_concurrent_builds_into_one_directory(cache):
-    env = dict(os.environ, MLC_CACHE_DIR=str(cache))
-    code = _CHILD.format(here=str(HERE))
+    # the children import the shared test models from tests/python (as lit's scripts do)
+    env = dict(os.environ, MLC_CACHE_DIR=str(cache), PYTHONPATH=str(HERE))
+    code = _CHILD
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
