@@ -26,7 +26,8 @@ $(DEMO_STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install -e '.[examples]'
-	$(PY) -m pip install $(TORCH_FROM) 'torch==2.13.0'
+	$(PY) -m pip install $(TORCH_FROM) 'torch==2.13.0' \
+	  || echo "== torch (CPU) could not be installed: the PyTorch examples and tests will say so and skip"
 	touch $(DEMO_STAMP)
 
 $(STAMP): $(DEMO_STAMP)
@@ -39,7 +40,8 @@ $(STAMP): $(DEMO_STAMP)
 demo:
 	@start=$$(date +%s); $(MAKE) --no-print-directory setup-demo && $(PY) examples/mlp_digits.py \
 	  && echo "== ResNet-18 and a GPT-2 block from PyTorch (torch.export -> mlc.graph.build -> VM)" \
-	  && $(PY) examples/resnet18.py && $(PY) examples/gpt2_block.py \
+	  && if $(PY) -c "import torch" 2>/dev/null; then $(PY) examples/resnet18.py && $(PY) examples/gpt2_block.py; \
+	     else echo "(skipped: torch is not installed in $(VENV))"; fi \
 	  && echo "== make demo: $$(( $$(date +%s) - start )) s, setup included"
 
 TEST_PARTS := pytest lit package-check
