@@ -14,15 +14,19 @@ from .rule_common import is_plain, largest_divisor, parallel_options
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 
-__all__ = ["PARALLEL_MIN_ELEMENTS", "is_elementwise", "schedule_elementwise"]
+__all__ = ["PARALLEL_MIN_ELEMENTS", "is_elementwise", "schedule_elementwise", "is_copy", "schedule_copy"]
 
 #: an elementwise block runs its outer loop in parallel from this many elements
 PARALLEL_MIN_ELEMENTS = 1 << 17
 
 
 def is_elementwise(info: BlockInfo) -> bool:
-    """Only spatial dims, every operand indexed by plain dims."""
-    return all(it == "parallel" for it in info.iters) and is_plain(info)
+    """Only spatial dims, every operand indexed by plain dims; not a reshape that drops unit
+    dims (an input of higher rank read at constant indices: ``x[i, j, 0, 0]``), which
+    linalg's vectorizer refuses (such a copy is left as it is)."""
+    out_rank = len(info.maps[-1])
+    dropping = any(len(m) > out_rank and None in m for m in info.maps[:info.n_inputs])
+    return all(it == "parallel" for it in info.iters) and is_plain(info) and not dropping
 
 
 def schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Target, sm: RuleSampler,
@@ -49,3 +53,23 @@ def schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Target
     want = tgt.num_cores > 1 and elements >= PARALLEL_MIN_ELEMENTS and len(info.extents) > 1
     if int(sm.choose("parallel", parallel_options(tgt), int(want))):
         sch.parallel(top)
+
+
+def is_copy(info: BlockInfo) -> bool:
+    """A block whose reductions all run over one element (te's way to keep a copy such as
+    im2col from being inlined into its consumer) and whose outer dim is spatial."""
+    reductions = [d for d in range(info.ndims) if info.is_reduction(d)]
+    return (bool(reductions) and all(info.extents[d] == 1 for d in reductions)
+            and info.ndims > 1 and not info.is_reduction(0))
+
+
+def schedule_copy(sch: Schedule, fname: str, info: BlockInfo, tgt: Target, sm: RuleSampler) -> None:
+    """Run a large copy's outer loop in parallel (decision ``parallel``); its reads (gathers,
+    div/mod indices) are left to the compiler."""
+    elements = 1
+    for e in info.extents:
+        elements *= e if e is not None else 64
+    want = tgt.num_cores > 1 and elements >= PARALLEL_MIN_ELEMENTS
+    if int(sm.choose("parallel", parallel_options(tgt), int(want))):
+        sch.parallel(sch.get_loops(sch.get_block(info.name, fname))[0])
+

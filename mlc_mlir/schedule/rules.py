@@ -73,7 +73,7 @@ from ..target import Target
 from .payload import BlockInfo, read_blocks
 from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, NC_BLOCK, is_large, schedule_blocked
 from .rule_common import PARALLEL_MIN_FLOPS, contraction_of, register_tile_for, vector_lanes_or_none
-from .rule_elementwise import PARALLEL_MIN_ELEMENTS, is_elementwise, schedule_elementwise
+from .rule_elementwise import PARALLEL_MIN_ELEMENTS, is_copy, is_elementwise, schedule_copy, schedule_elementwise
 from .rule_rfactor import lanes_along_k, schedule_rfactor
 from .rule_sampler import Decide, Decision, RuleSampler
 from .rule_small import schedule_small
@@ -223,6 +223,9 @@ def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Targ
         if info.name not in done and is_elementwise(info):
             with sm.block(fname, info.name):
                 schedule_elementwise(sch, fname, info, tgt, sm, lanes[info.name])
+        elif info.name not in done and is_copy(info):
+            with sm.block(fname, info.name):
+                schedule_copy(sch, fname, info, tgt, sm)
 
 
 def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind, blocks: list[BlockInfo], tgt: Target,
