@@ -10,20 +10,18 @@ Python predicts (the JIT's and the loaded library's), which main.c must print to
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 import mlc_mlir as mlc
 from mlc_mlir.graph import op
 
-# examples/mlp_digits.py: the digits data and training (loaded by its path: examples/ is no package)
-_spec = importlib.util.spec_from_file_location("mlp_digits", Path(__file__).resolve().parent.parent / "mlp_digits.py")
-digits = importlib.util.module_from_spec(_spec)
-sys.modules["mlp_digits"] = digits
-_spec.loader.exec_module(digits)
+# examples/mlp_digits.py: the digits data and training (run by its path: examples/ is no package)
+digits = SimpleNamespace(**runpy.run_path(str(Path(__file__).resolve().parent.parent / "mlp_digits.py")))
 
 
 def mlp_module(p: dict[str, np.ndarray]) -> mlc.Module:
