@@ -47,7 +47,7 @@ from ..runtime.vm import Executable
 from ..target import Target
 from ..toolchain import tool_path
 from .alloc_check import GETTER_SYMBOL
-from .export import _PROVIDED, _VERSION_SCRIPT, _llc_flags, export_library, find_c_compiler
+from .export import PROVIDED_SYMBOLS, VERSION_SCRIPT, llc_flags, export_library, find_c_compiler
 from .export_c import c_source, check_symbol_name
 from .pipeline import Compilation
 
@@ -259,7 +259,7 @@ def write_library(lowered: ir.Module, state: Compilation, out_dir: str, *, targe
     weights, has_getter = text.weights, text.has_getter
     Path(out_dir, CODE).write_text(text.code)
     Path(out_dir, SOURCE).write_text(source)
-    flags = _llc_flags(target)
+    flags = llc_flags(target)
     with tempfile.TemporaryDirectory(prefix="mlc-aot-") as tmp:
         ll = os.path.join(tmp, "code.ll")
         _run([tool_path("mlir-translate"), "--mlir-to-llvmir", os.path.join(out_dir, CODE), "-o", ll])
@@ -268,7 +268,7 @@ def write_library(lowered: ir.Module, state: Compilation, out_dir: str, *, targe
         del blobs
         objects = _compile_parts(ll, tmp, flags, opt_level, jobs, text)
         defined, undefined = _symbols(objects)
-        mlir_runtime = sorted(s for s in undefined - _PROVIDED
+        mlir_runtime = sorted(s for s in undefined - PROVIDED_SYMBOLS
                               if s.startswith(("_mlir", "mgpu", "print", "rtclock", "mlirAsync")))
         if mlir_runtime:
             raise BuildError(f"code generation: the compiled code calls {mlir_runtime} from MLIR's runtime "
@@ -283,7 +283,7 @@ def write_library(lowered: ir.Module, state: Compilation, out_dir: str, *, targe
         Path(entries).write_text(c_source(state.signatures, plans, abi, metadata=meta, has_alloc_flag=has_getter,
                                           memref_copy="memrefCopy" in undefined))
         script = os.path.join(tmp, "exports.map")
-        Path(script).write_text(_VERSION_SCRIPT)
+        Path(script).write_text(VERSION_SCRIPT)
         include = resources.files("mlc_mlir.runtime") / "include"
         out = os.path.join(out_dir, LIBRARY)
         _run([cc, "-shared", "-fPIC", "-O2", "-std=gnu11", f"-I{include}", "-o", out, *objects, weights_s, entries,

@@ -46,14 +46,15 @@ from .alloc_check import GETTER_SYMBOL
 from .export_c import c_source, check_symbol_name
 from .export_cuda import cuda_c_source, cuda_info
 
-__all__ = ["export_library", "find_c_compiler", "object_code", "host_triple"]
+__all__ = ["export_library", "find_c_compiler", "object_code", "host_triple", "llc_flags", "VERSION_SCRIPT",
+           "PROVIDED_SYMBOLS"]
 
 log = logging.getLogger(__name__)
 
 #: the library's exported symbols (everything else is local)
-_VERSION_SCRIPT = "{ global: mlc_*; _mlir_*; local: *; };\n"
+VERSION_SCRIPT = "{ global: mlc_*; _mlir_*; local: *; };\n"
 #: undefined symbols of the object that come from MLIR's runtime libraries: the C file defines them
-_PROVIDED = {"memrefCopy"}
+PROVIDED_SYMBOLS = {"memrefCopy"}
 
 
 def find_c_compiler() -> str:
@@ -88,7 +89,7 @@ def host_triple() -> str:
     return m.group(1)
 
 
-def _llc_flags(target: Target) -> list[str]:
+def llc_flags(target: Target) -> list[str]:
     """Triple, ``-mcpu`` and ``-mattr`` for opt and llc: the target's CPU and ``-mattr``
     entries, or the host's (the vectorizer's costs and the instructions depend on them)."""
     cpu, feats = target.llvm_function_attrs()
@@ -119,7 +120,7 @@ def object_code(rt: Any, out_dir: str) -> tuple[str, str]:
     ll = os.path.join(out_dir, "module.ll")
     obj = os.path.join(out_dir, "module.o")
     Path(ll).write_text(_run([tool_path("mlir-translate"), "--mlir-to-llvmir"], _exportable_text(rt._lowered)))
-    flags = _llc_flags(target)
+    flags = llc_flags(target)
     # the JIT's own O3: LLVM's middle end (opt, for the target's vector width), then codegen
     opt_ll = os.path.join(out_dir, "module.opt.ll")
     _run([tool_path("opt"), "-O3", "-S", *flags, ll, "-o", opt_ll])
@@ -165,7 +166,7 @@ def export_library(rt: Any, path: str, graph: Any = None) -> None:
             shutil.copyfile(obj if path.endswith(".o") else ll, path)
             return
         undefined = _symbols(obj, undefined=True)
-        mlir_runtime = sorted(s for s in undefined - _PROVIDED
+        mlir_runtime = sorted(s for s in undefined - PROVIDED_SYMBOLS
                               if s.startswith(("_mlir", "mgpu", "print", "rtclock", "mlirAsync", "_mlir_ciface"))
                               and not (cuda and s.startswith("mgpu")))
         if mlir_runtime:
@@ -186,7 +187,7 @@ def export_library(rt: Any, path: str, graph: Any = None) -> None:
                                       memref_copy="memrefCopy" in undefined,
                                       cuda=cuda_c_source(info, rt.get_source("ptx")) if info else None))
         script = os.path.join(tmp, "exports.map")
-        Path(script).write_text(_VERSION_SCRIPT)
+        Path(script).write_text(VERSION_SCRIPT)
         include = resources.files("mlc_mlir.runtime") / "include"
         out = os.path.join(tmp, "module.so")
         _run([find_c_compiler(), "-shared", "-fPIC", "-O2", "-std=gnu11", f"-I{include}", "-o", out, obj, src,
