@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.passmanager import PassManager
 
-from ..irutil import symbol_ops
+from ..irutil import symbol_ops, walk_ops
 from ..errors import ScheduleError
 
-__all__ = ["BlockInfo", "Source", "read_blocks", "func_names"]
+__all__ = ["BlockInfo", "Source", "read_blocks", "func_names", "name_blocks"]
 
 
 @dataclass(frozen=True)
@@ -192,3 +192,43 @@ def _loop_names(op: ir.Operation, n: int) -> tuple[str, ...]:
         return ()
     names = tuple(ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["mlc.loop_names"]))
     return names if len(names) == n else ()
+
+
+def _strip_casts(v: ir.Value) -> ir.Value:
+    while not isinstance(v.owner, ir.Block) and v.owner.operation.name == "tensor.cast":
+        v = v.owner.operation.operands[0]
+    return v
+
+
+def _init_fill(op: ir.Operation) -> ir.Operation | None:
+    init = _strip_casts(op.operands[len(op.operands) - 1])
+    if not isinstance(init.owner, ir.Block) and init.owner.operation.name == "linalg.fill":
+        return init.owner.operation
+    return None
+
+
+def name_blocks(fop: ir.Operation) -> None:
+    """Give every linalg op of function ``fop`` a unique ``mlc.block`` name (with matching
+    ``mlc.block_init`` on its init fill), kept in its location too.
+
+    Passes that replace ops (``linalg-fuse-elementwise-ops``, inlining) keep locations but
+    drop attributes: an op without a name takes the name its location carries ("fused" if
+    none); a name used twice becomes ``add``, ``add_1``...
+    """
+    seen: set[str] = set()
+    for op in walk_ops(fop):
+        if not op.name.startswith("linalg.") or op.name in ("linalg.fill", "linalg.yield", "linalg.index"):
+            continue
+        if "mlc.block" in op.attributes:
+            base = ir.StringAttr(op.attributes["mlc.block"]).value
+        else:
+            base = op.location.name_str if op.location.is_a_name() else "fused"
+        name, k = base, 1
+        while name in seen:
+            name, k = f"{base}_{k}", k + 1
+        seen.add(name)
+        op.attributes["mlc.block"] = ir.StringAttr.get(name)
+        op.location = ir.Location.name(name)
+        fill = _init_fill(op)
+        if fill is not None:
+            fill.attributes["mlc.block_init"] = ir.StringAttr.get(name)

@@ -70,6 +70,7 @@ from ..context import mlc_context
 from ..errors import MlcError, ScheduleError
 from ..ir import Module
 from ..target import Target
+from .conv_gemm import convs_to_gemm
 from .payload import BlockInfo, read_blocks
 from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, NC_BLOCK, is_large, schedule_blocked
 from .rule_common import PARALLEL_MIN_FLOPS, contraction_of, register_tile_for, vector_lanes_or_none
@@ -184,6 +185,7 @@ def default_schedule(mod: Module, target: Target | str | None = None) -> Module:
     left unscheduled, with a warning naming it and why.
     """
     tgt = Target.of(target)
+    mod = convs_to_gemm(mod)  # the convolution strategy: named conv -> im2col + contraction
     try:
         sch = Schedule(mod)
         return _apply(sch, tgt, RuleSampler(sch, False, None), None).mod

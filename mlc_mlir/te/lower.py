@@ -19,6 +19,7 @@ from ..ir import Module
 from ..tensor_types import BOOL, element_type, shape_attr, tensor_type
 from .dtypes import storage_dtype
 from .generic import Sizes, emit_compute
+from .named import emit_named
 from .plan import ComputePlan, plan_compute
 from .expr import Var
 from .tensor import Tensor, shape_names
@@ -79,6 +80,9 @@ def create_prim_func(args: Sequence[Tensor], name: str = "main") -> Module:
             values = {id(t): entry.arguments[k] for k, t in enumerate(args)}
             sizes = Sizes({s: (entry.arguments[a], d) for s, (a, d) in size_dims.items()})
             for t in order:
+                if t.named is not None:  # an upstream named op computes it
+                    values[id(t)] = emit_named(t, blocks[id(t)], values.get(id(t)), values, sizes)
+                    continue
                 if id(t) in values:
                     dest = values[id(t)]
                 else:

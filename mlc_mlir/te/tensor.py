@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .. import tensor_types
 from ..errors import TEError
@@ -76,6 +77,8 @@ class Tensor:
 
     def __init__(self, shape: tuple[Dim, ...], dtype: str, name: str, op: ComputeOp | None = None):
         self.shape, self.dtype, self.name, self.op = shape, dtype, name, op
+        #: the upstream op computing it (:func:`mlc_mlir.te.named.as_named`), None for a generic
+        self.named: Any = None
 
     @property
     def ndim(self) -> int:

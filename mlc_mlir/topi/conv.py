@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import TEError
+from ..te.named import as_named
 from ..te.tensor import shape_names
+from ..tensor_types import is_float
 from ._util import check_tensor, const_int, padding4, static_dim, window_out_size, window_pair
 from .. import te
 from .pad import pad_hw
@@ -62,16 +64,24 @@ def conv2d(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation:
     def read(b: Any, ch: Any, y: Any, x: Any) -> Any:
         return src[b, ch, y * sh + ry * dh, x * sw + rx * dw]
 
+    window = {"strides": (sh, sw), "dilations": (dh, dw)}
+    named = is_float(data.dtype) and data.dtype == kernel.dtype
     if groups > 1 and kc == 1:
         mult = f // c
-        return te.compute((n, f, oh, ow), lambda b, o, y, x: te.sum(
+        out = te.compute((n, f, oh, ow), lambda b, o, y, x: te.sum(
             read(b, o // mult if mult > 1 else o, y, x) * kernel[o, 0, ry, rx], axis=[ry, rx]),
             name="depthwise_conv2d")
+        if named and mult == 1:
+            as_named(out, "linalg.depthwise_conv_2d_nchw_chw", (src, kernel), **window)
+        return out
     rc = te.reduce_axis((0, kc), "rc")
     per_group = f // groups
-    return te.compute((n, f, oh, ow), lambda b, o, y, x: te.sum(
+    out = te.compute((n, f, oh, ow), lambda b, o, y, x: te.sum(
         read(b, rc if groups == 1 else o // per_group * kc + rc, y, x) * kernel[o, rc, ry, rx],
         axis=[rc, ry, rx]), name="conv2d" if groups == 1 else "group_conv2d")
+    if named and groups == 1:
+        as_named(out, "linalg.conv_2d_nchw_fchw", (src, kernel), **window)
+    return out
 
 
 def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation: Any = 1) -> Any:
@@ -105,7 +115,7 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     top, left, bottom, right = pads
     oh = window_out_size(h + top + bottom, kh, sh, dh, "nn.conv2d")
     ow = window_out_size(w + left + right, kw, sw, dw, "nn.conv2d")
-    src = pad_hw(data, pads, 0.0)
+    src = pad_hw(data, pads, 0.0, named=False)  # a generic, fused into im2col
     pixels = oh * ow
     rc, ry, rx = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
     if isinstance(n, int):

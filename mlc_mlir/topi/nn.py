@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import TEError
 from ..tensor_types import broadcast_shapes, is_float
+from ..te.named import as_named
 from ..te.tensor import shape_names
 from ._util import check_tensor, const_int, normalize_axis, padding4, static_dim, te_dim, window_out_size, window_pair
 from .. import te
@@ -87,6 +88,9 @@ def matmul(tensor_a: Any, tensor_b: Any, bias: Any = None, transpose_a: bool = F
         return te.sum(a[ia] * b[ib], axis=k)
 
     out = te.compute((*batch, *m, *n), body, name="matmul")
+    if (ra == rb == 3 and not transpose_a and not transpose_b and is_float(a.dtype) and a.dtype == b.dtype
+            and shape_names(a_batch) == shape_names(b_batch)):
+        as_named(out, "linalg.batch_matmul", (a, b))
     return out if bias is None else add(out, bias)
 
 
@@ -201,11 +205,16 @@ def pool2d(data: Any, kernel: Any, stride: Any, dilation: Any = 1, padding: Any 
     def read(b: Any, ch: Any, y: Any, x: Any) -> Any:
         return src[b, ch, y * sh + ry * dh, x * sw + rx * dw]
 
+    window = {"strides": (sh, sw), "dilations": (dh, dw), "window": (kh, kw)}
+    named = is_float(data.dtype)
     if pool_type == "max":
-        return te.compute((n, c, oh, ow), lambda b, ch, y, x: te.max(read(b, ch, y, x), axis=[ry, rx]),
-                          name="max_pool2d")
+        out = te.compute((n, c, oh, ow), lambda b, ch, y, x: te.max(read(b, ch, y, x), axis=[ry, rx]),
+                         name="max_pool2d")
+        return as_named(out, "linalg.pooling_nchw_max", (src,), **window) if named else out
     total = te.compute((n, c, oh, ow), lambda b, ch, y, x: te.sum(read(b, ch, y, x), axis=[ry, rx]),
                        name="sum_pool2d")
+    if named:
+        as_named(total, "linalg.pooling_nchw_sum", (src,), **window)
     ch_ = _window_counts(h, kh, sh, dh, top, bottom, oh, count_include_pad)
     cw_ = _window_counts(w, kw, sw, dw, left, right, ow, count_include_pad)
     if len(set(ch_)) == 1 and len(set(cw_)) == 1:

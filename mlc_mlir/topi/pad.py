@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import TEError
-from ..tensor_types import is_float
+from ..te.named import as_named
+from ..tensor_types import BOOL, is_float
 from ._util import check_tensor
 from .. import te
 
@@ -66,7 +67,10 @@ def pad(data: Any, pad_before: Sequence[int], pad_after: Sequence[int] | None = 
         read = data[tuple(ix - b if b else ix for ix, b in zip(i, before))]
         return te.if_then_else(te.all(*conds), read, value) if conds else read
 
-    return te.compute(shape, body, name=name)
+    out = te.compute(shape, body, name=name)
+    if data.dtype != BOOL and not isinstance(pad_value, te.Expr) and any(before + after):
+        as_named(out, "tensor.pad", (data,), low=before, high=after, value=float(value.value))
+    return out
 
 
 def _widths(widths: Any, rank: int, what: str) -> tuple[int, ...]:
@@ -94,7 +98,15 @@ def _pad_value(value: Any, dtype: str) -> Any:
     return te.const(value, dtype)
 
 
-def pad_hw(data: Any, pads: tuple[int, int, int, int], value: float) -> Any:
-    """``data`` padded around H and W with ``value`` (:func:`pad`), or ``data`` itself."""
+def pad_hw(data: Any, pads: tuple[int, int, int, int], value: float, *, named: bool = True) -> Any:
+    """``data`` padded around H and W with ``value`` (:func:`pad`), or ``data`` itself.
+
+    ``named=False`` keeps the padding a generic (no ``tensor.pad``), which fusion can
+    merge into the compute reading it (im2col does)."""
     top, left, bottom, right = pads
-    return pad(data, (0, 0, top, left), (0, 0, bottom, right), pad_value=value) if any(pads) else data
+    if not any(pads):
+        return data
+    out = pad(data, (0, 0, top, left), (0, 0, bottom, right), pad_value=value)
+    if not named:
+        out.named = None
+    return out

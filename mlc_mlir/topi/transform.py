@@ -10,6 +10,7 @@ from ..errors import TEError
 from ..tensor_types import numel
 from ._util import bcast_index, check_tensor, normalize_axis, te_dim
 from .. import te
+from ..te.named import as_named
 from ..te.tensor import shape_names
 
 __all__ = ["transpose", "permute_dims", "reshape", "flatten", "broadcast_to", "expand_dims", "squeeze",
@@ -113,7 +114,8 @@ def broadcast_to(data: Any, shape: Sequence[int | str]) -> Any:
     off = len(target) - len(names)
     if off < 0 or any(d not in (1, t) for d, t in zip(names, shape_names(target)[off:])):
         raise TEError(f"topi.broadcast_to: {names} does not broadcast to {tuple(shape)}")
-    return te.compute(target, lambda *i: data[bcast_index(data, len(target), i)], name="broadcast_to")
+    out = te.compute(target, lambda *i: data[bcast_index(data, len(target), i)], name="broadcast_to")
+    return as_named(out, "linalg.broadcast", (data,))
 
 
 def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
@@ -188,7 +190,12 @@ def strided_slice(a: Any, begin: Sequence[int], end: Sequence[int], strides: Seq
             return te.min(ix, prefix[k][1] - 1)
         return ix
 
-    return te.compute(shape, lambda *i: a[tuple(index(k, ix) for k, ix in enumerate(i))], name="strided_slice")
+    out = te.compute(shape, lambda *i: a[tuple(index(k, ix) for k, ix in enumerate(i))], name="strided_slice")
+    if prefix or any(r.step < 0 for r in picks.values()):
+        return out  # a clamped read, or a reversed one: the generic
+    return as_named(out, "tensor.extract_slice", (a,), offsets=tuple(picks[k].start if k in picks else 0
+                                                                      for k in range(len(a.shape))),
+                    strides=tuple(picks[k].step if k in picks else 1 for k in range(len(a.shape))))
 
 
 def concatenate(a_tuple: Sequence[Any], axis: int = 0) -> Any:
@@ -221,7 +228,7 @@ def concatenate(a_tuple: Sequence[Any], axis: int = 0) -> Any:
             out = te.if_then_else(i[k] < offsets[n + 1], read(n), out)
         return out
 
-    return te.compute(shape, body, name="concat")
+    return as_named(te.compute(shape, body, name="concat"), "tensor.concat", tensors, dim=k)
 
 
 def take(a: Any, indices: Any, axis: int | None = None) -> Any:

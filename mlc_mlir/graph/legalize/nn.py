@@ -11,17 +11,15 @@ __all__ = ["NN_LEGALIZE"]
 
 
 def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
-    """``groups == 1``: ``topi.nn.conv2d_gemm`` (im2col + a contraction the schedule rules
-    tile like a matmul), named "conv2d"; otherwise ``topi.nn.conv2d``, named
-    "depthwise_conv2d" for ``groups == C`` with one input channel per group, else
-    "group_conv2d"."""
+    """``topi.nn.conv2d``: upstream's named ops for float data (``tensor.pad``, then
+    ``linalg.conv_2d_nchw_fchw``, or ``linalg.depthwise_conv_2d_nchw_chw`` for ``groups == C``
+    with one input channel per group; the default schedule turns the first into im2col + a
+    contraction, :mod:`mlc_mlir.schedule.conv_gemm`); a generic for grouped convolutions.
+    Named "conv2d", "depthwise_conv2d" (``weight`` (C*m, 1, KH, KW)) or "group_conv2d"."""
     a = call.attrs
     data, weight = call.args
     groups = int(a.get("groups", 1))
-    if groups == 1:
-        return bb.call_te(topi.nn.conv2d_gemm, data, weight, a.get("strides", 1), a.get("padding", 0),
-                          a.get("dilation", 1), primfunc_name_hint="conv2d")
-    name = "depthwise_conv2d" if weight.shape[1] == 1 else "group_conv2d"
+    name = "conv2d" if groups == 1 else "depthwise_conv2d" if weight.shape[1] == 1 else "group_conv2d"
     return bb.call_te(topi.nn.conv2d, data, weight, a.get("strides", 1), a.get("padding", 0),
                       a.get("dilation", 1), "NCHW", groups, primfunc_name_hint=name)
 

@@ -40,6 +40,7 @@ from ..builder.emit import CALL_SLOTS, create_op, segment_sizes
 from ...tensor_types import shape_attr
 from .lower import lower_graph_functions
 from .outline import call_result_shape, erase_unreferenced
+from ...schedule.payload import name_blocks
 
 __all__ = ["fuse_tir", "fuse_primitive", "INLINE_PASSES", "FUSE_PASSES"]
 
@@ -117,40 +118,6 @@ def _write_into_output(fop: ir.Operation) -> None:
         return
 
 
-def _compute_ops(fop: ir.Operation) -> list[ir.Operation]:
-    return [o for o in walk_ops(fop) if o.name.startswith("linalg.")
-            and o.name not in ("linalg.fill", "linalg.yield", "linalg.index")]
-
-
-def _init_fill(op: ir.Operation) -> ir.Operation | None:
-    init = _strip_casts(op.operands[len(op.operands) - 1])
-    if not isinstance(init.owner, ir.Block) and init.owner.operation.name == "linalg.fill":
-        return init.owner.operation
-    return None
-
-
-def _name_blocks(fop: ir.Operation) -> None:
-    """Unique ``mlc.block`` names (with matching ``mlc.block_init``), kept in locations too.
-
-    An op without a name (made by fusion) takes the name its location carries.
-    """
-    seen: set[str] = set()
-    for op in _compute_ops(fop):
-        if "mlc.block" in op.attributes:
-            base = ir.StringAttr(op.attributes["mlc.block"]).value
-        else:
-            base = op.location.name_str if op.location.is_a_name() else "fused"
-        name, k = base, 1
-        while name in seen:
-            name, k = f"{base}_{k}", k + 1
-        seen.add(name)
-        op.attributes["mlc.block"] = ir.StringAttr.get(name)
-        op.location = ir.Location.name(name)
-        fill = _init_fill(op)
-        if fill is not None:
-            fill.attributes["mlc.block_init"] = ir.StringAttr.get(name)
-
-
 def _run(module: ir.Module, passes: str, what: str) -> None:
     try:
         run_pipeline(module, passes, stage=f"FuseTIR {what}")
@@ -182,9 +149,9 @@ def fuse_primitive(fop: ir.Operation, callees: list[ir.Operation]) -> ir.Module:
     if left != [name] or calls:
         raise GraphError(f"FuseTIR: could not inline every tensor program into @{name} "
                          f"(left: {', '.join('@' + n for n in left)})")
-    _name_blocks(prim)
+    name_blocks(prim)
     _run(tmp, FUSE_PASSES, name)
-    _name_blocks(prim)
+    name_blocks(prim)
     _write_into_output(prim)
     remove_unused_ops(prim, set())  # the outputs fusion replaced
     for attr in ("mlc.lowered_graph", PRIMITIVE_ATTR, "mlc.graph"):
