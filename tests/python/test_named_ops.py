@@ -1,0 +1,157 @@
+"""Legalization to upstream's named ops, where linalg (or tensor) has one for the graph op:
+the tensor programs hold ``linalg.conv_2d_nchw_fchw``, ``linalg.depthwise_conv_2d_nchw_chw``,
+``linalg.pooling_nchw_max/sum``, ``linalg.batch_matmul``, ``linalg.broadcast``, ``tensor.pad``,
+``tensor.extract_slice``, ``tensor.concat``; each equals torch, unscheduled and through the
+default build; the schedule rules read named ops; the default schedule's convolution strategy
+(im2col + contraction) takes named convolutions and leaves the others."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import mlc_mlir as mlc
+from mlc_mlir import te, topi
+from mlc_mlir.graph import BlockBuilder, Var, op
+from mlc_mlir.schedule.conv_gemm import convs_to_gemm
+from mlc_mlir.schedule.payload import read_blocks
+from mlc_mlir.schedule.rules import default_schedule
+from mlc_mlir.context import mlc_context
+
+T = torch.from_numpy
+
+# graph op -> (parameters, expression, the named op its tensor program holds, torch reference)
+CASES = {
+    "conv2d": ([(2, 4, 9, 9), (6, 4, 3, 3)], lambda x, w: op.nn.conv2d(x, w, strides=2, padding=1),
+               ["tensor.pad", "linalg.conv_2d_nchw_fchw"], lambda x, w: F.conv2d(x, w, stride=2, padding=1)),
+    "depthwise": ([(1, 8, 9, 9), (8, 1, 3, 3)], lambda x, w: op.nn.conv2d(x, w, padding=1, dilation=2, groups=8),
+                  ["linalg.depthwise_conv_2d_nchw_chw"], lambda x, w: F.conv2d(x, w, padding=1, dilation=2, groups=8)),
+    "max_pool2d": ([(2, 3, 11, 11)], lambda x: op.nn.max_pool2d(x, 3, 2, padding=1),
+                   ["tensor.pad", "linalg.pooling_nchw_max"], lambda x: F.max_pool2d(x, 3, 2, 1)),
+    "avg_pool2d": ([(1, 3, 8, 8)], lambda x: op.nn.avg_pool2d(x, 2, 2),
+                   ["linalg.pooling_nchw_sum"], lambda x: F.avg_pool2d(x, 2, 2)),
+    "batch_matmul": ([(3, 5, 7), (3, 7, 4)], op.matmul, ["linalg.batch_matmul"], torch.matmul),
+    "broadcast_to": ([(1, 5, 1)], lambda x: op.broadcast_to(x, (2, 3, 5, 4)), ["linalg.broadcast"],
+                     lambda x: x.expand(2, 3, 5, 4)),
+    "strided_slice": ([(4, 9, 6)], lambda x: op.strided_slice(x, [1, 2], [1, 0], [9, 5], [2, 1]),
+                      ["tensor.extract_slice"], lambda x: x[:, 1:9:2, 0:5]),
+    "concat": ([(2, 3), (2, 5)], lambda a, b: op.concat([a, b], axis=1), ["tensor.concat"],
+               lambda a, b: torch.cat([a, b], 1)),
+}
+
+
+def _graph(shapes, body):
+    params = [Var(f"p{k}", s) for k, s in enumerate(shapes)]
+    bb = BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            gv = bb.emit_output(body(*params))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_graph_op_legalizes_to_the_named_op_and_equals_torch(name):
+    shapes, body, named, ref = CASES[name]
+    mod = _graph(shapes, body)
+    legal = mlc.graph.transform.LegalizeOps()(mod)
+    programs = "\n".join(str(legal[f]) for f in legal.functions if f != "main")
+    for kind in named:
+        assert kind in programs, f"{name}: no {kind} in\n{programs}"
+    rng = np.random.default_rng(len(name))
+    args = [rng.standard_normal(s).astype("float32") for s in shapes]
+    want = ref(*(T(a) for a in args)).numpy()
+    for opt_level in (0, 2):  # op by op (each named op its own kernel), and fused + default rules
+        ex = mlc.graph.build(mod, "llvm", opt_level=opt_level, cache=False)
+        got = mlc.graph.VirtualMachine(ex, mlc.cpu())["main"](*args).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name} at opt_level {opt_level}")
+
+
+def test_te_named_ops_unscheduled_equal_torch():
+    """te.create_prim_func emits the named ops (an output made by a tensor op is copied into
+    its argument by a linalg.copy of the compute's name); mlc.build runs them as they are."""
+    x, w = te.placeholder((2, 8, 10, 10), name="x"), te.placeholder((8, 1, 3, 3), name="w")
+    v = te.placeholder((1, 7), name="v")
+    outs = [topi.nn.conv2d(x, w, 2, 1, 1, "NCHW", 8), topi.nn.pool2d(x, 3, 2, 1, 1, "avg"),
+            topi.broadcast_to(v, (3, 5, 7)), topi.nn.pad(x, (0, 1, 0, 2), (1, 0, 2, 0), 3.0)]
+    mod = te.create_prim_func([x, w, v, *outs], name="f")
+    text = str(mod)
+    assert 'linalg.copy' in text and 'mlc.block = "pad' in text and "linalg.generic" in text  # avg's divide
+    rng = np.random.default_rng(0)
+    xa, wa, va = (rng.standard_normal([int(d) for d in t.shape]).astype("float32") for t in (x, w, v))
+    res = [np.zeros([int(d) for d in o.shape], "float32") for o in outs]
+    mlc.build(mod)["f"](xa, wa, va, *res)
+    refs = [F.conv2d(T(xa), T(wa), stride=2, padding=1, groups=8), F.avg_pool2d(T(xa), 3, 2, 1),
+            T(va).expand(3, 5, 7), F.pad(T(xa), (2, 0, 0, 2, 1, 0, 0, 1), value=3.0)]
+    for got, want in zip(res, refs):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_generic_forms_stay_where_no_named_op_fits():
+    """Grouped convolutions, depthwise with a channel multiplier, reversed slices, integer
+    convolutions, broadcast batch matmuls: the generic (named ops would compute otherwise)."""
+    x = te.placeholder((1, 6, 7, 7), name="x")
+    xi = te.placeholder((1, 2, 5, 5), "int32", name="xi")
+    a, b = te.placeholder((1, 5, 4), name="a"), te.placeholder((3, 4, 2), name="b")
+    outs = [topi.nn.conv2d(x, te.placeholder((9, 2, 3, 3), name="g"), 1, 1, 1, "NCHW", 3),
+            topi.nn.conv2d(x, te.placeholder((12, 1, 3, 3), name="m"), 1, 1, 1, "NCHW", 6),
+            topi.strided_slice(x, [5], [0], [-2], axes=[1]),
+            topi.nn.conv2d(xi, te.placeholder((2, 2, 1, 1), "int32", name="wi")),
+            topi.nn.matmul(a, b)]
+    for t in outs:
+        assert t.named is None, t.name
+
+
+def test_rules_read_named_ops_and_schedule_batch_matmul():
+    a, b = te.placeholder((4, 32, 64), name="a"), te.placeholder((4, 64, 48), name="b")
+    mod = te.create_prim_func([a, b, topi.nn.matmul(a, b)], name="bmm")
+    with mlc_context():
+        info = read_blocks(mod.mlir_module)[("bmm", "matmul")]
+    assert info.op_name == "linalg.batch_matmul" and info.iters == ("parallel",) * 3 + ("reduction",)
+    assert info.maps == ((0, 1, 3), (0, 3, 2), (0, 1, 2)) and info.has_init
+    sched = default_schedule(mod)
+    assert "vector.fma" in str(sched) or "vector.contract" in str(sched) or "vector<" in str(sched)
+    rng = np.random.default_rng(1)
+    av, bv = rng.standard_normal((4, 32, 64)).astype("float32"), rng.standard_normal((4, 64, 48)).astype("float32")
+    out = np.zeros((4, 32, 48), "float32")
+    mlc.build(sched)["bmm"](av, bv, out)
+    np.testing.assert_allclose(out, av @ bv, rtol=1e-4, atol=1e-4)
+
+
+def _conv_module(init_value=0.0, pad=1):
+    x, w = te.placeholder(("n", 4, 9, 9), name="x"), te.placeholder((8, 4, 3, 3), name="w")
+    y = topi.nn.relu(topi.nn.conv2d(x, w, 1, pad))
+    text = str(te.create_prim_func([x, w, y], name="conv"))
+    if init_value:  # the convolution accumulates onto init_value
+        fill = 'linalg.fill {mlc.block_init = "conv2d"} ins(%cst : f32)'
+        assert fill in text
+        at = text.index(fill)
+        at = text.rindex("\n", 0, at) + 1
+        text = (text[:at] + f"    %init = arith.constant {init_value:e} : f32\n"
+                + text[at:].replace(fill, fill.replace("%cst", "%init"), 1))
+    return mlc.Module.parse(text)
+
+
+def test_default_schedule_turns_named_convs_into_im2col_and_a_contraction():
+    mod = _conv_module()
+    assert "linalg.conv_2d_nchw_fchw" in str(mod)
+    gemm = convs_to_gemm(mod)
+    text = str(gemm)
+    assert "linalg.conv_2d_nchw_fchw" not in text and "tensor.pad" not in text  # the padding folds into im2col
+    with mlc_context():
+        names = {b for _, b in read_blocks(gemm.mlir_module)}
+    assert {"conv2d_im2col", "conv2d_gemm"} <= names, names
+    assert "linalg.conv_2d_nchw_fchw" in str(mod)  # the input is left as it was
+    rng = np.random.default_rng(2)
+    xv, wv = rng.standard_normal((3, 4, 9, 9)).astype("float32"), rng.standard_normal((8, 4, 3, 3)).astype("float32")
+    want = torch.relu(F.conv2d(T(xv), T(wv), padding=1)).numpy()
+    for m in (mod, default_schedule(mod)):  # the named op lowered as it is, and the schedule's strategy
+        out = np.zeros((3, 8, 9, 9), "float32")
+        mlc.build(m)["conv"](xv, wv, out)
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_strategy_leaves_convs_it_does_not_compute():
+    mod = _conv_module(init_value=1.5)  # accumulating onto a non-zero init: not conv2d_gemm's result
+    assert "1.500000e+00" in str(mod)
+    assert "linalg.conv_2d_nchw_fchw" in str(convs_to_gemm(mod))
