@@ -317,3 +317,27 @@ def test_missing_op_names_op_and_node():
         mlc.frontend.from_fx(fx.symbolic_trace(model), [(3, 4)])
     with pytest.raises(mlc.MlcError, match=r"node 'sort'.*aten.sort"):
         mlc.frontend.from_exported_program(torch.export.export(model, (randn(3, 4),)))
+
+
+def test_weight_expanded_over_the_batch_is_not_materialized():
+    """torch's decomposition of ``linear`` on a transposed 3-D input is ``expand`` of the
+    weight to (batch, in, out) + ``bmm`` (nn.MultiheadAttention's input projection): the
+    import keeps the (in, out) weight and lets matmul broadcast it (folding the expand made a
+    905 MB constant of a d-768 TransformerEncoderLayer at batch 8)."""
+
+    class Projection(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(16, 24)
+
+        def forward(self, x):
+            return self.lin(x.transpose(0, 1)) * 2.0
+
+    model = Projection().eval()
+    x = randn(4, 6, 16)
+    mod = mlc.frontend.from_exported_program(torch.export.export(model, (x,)))
+    text = str(mod)
+    assert "tensor<16x24xf32>" in text and "x16x24xf32>" not in text
+    with torch.no_grad():
+        compare(run(mod, x.numpy()), [model(x).numpy()])
+    check(Projection(), x, use_fx=False)
