@@ -16,6 +16,7 @@ from ..graph.legalize import DEFAULT_OP_MAP
 from ..graph.transform.optimize import optimize
 from ..ir import Module
 from ..schedule import Schedule, Trace
+from ..schedule.conv_gemm import convs_to_gemm
 from ..schedule.gpu_rules import gpu_space
 from .cost_model import CostModel
 from .database import JSONDatabase, TuningRecord, workload_key
@@ -264,6 +265,8 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
     _positive("max_trials_global", max_trials_global)
     _positive("num_trials_per_iter", num_trials_per_iter)
     mod = _lower_graph_ops(mod)
+    if tgt.kind != "cuda":  # the kernels the CPU default schedule runs: named convolutions as im2col + gemm
+        mod = convs_to_gemm(mod)
     prims = _prim_funcs(mod)
     if not prims:
         raise TuneError("tune_model: the module has no tensor program (func.func with mlc.prim_func) and no graph "

@@ -285,3 +285,31 @@ def test_model_check_runs_in_tune_model_and_skips_symbolic_mains(tmp_path, caplo
     x, w0, b0, w1, b1 = args
     got = mlc.graph.VirtualMachine(mlc.graph.build(out), mlc.cpu())["main"](*args).numpy()
     np.testing.assert_allclose(got, np.maximum(x @ w0.T + b0, 0) @ w1.T + b1, rtol=1e-4, atol=1e-4)
+
+
+def test_tune_model_tunes_convolutions_in_the_default_schedules_form(tmp_path):
+    """A graph convolution is legalized to linalg.conv_2d_nchw_fchw; tune_model tunes it in
+    the im2col + contraction form the CPU default schedule gives it (the rules' decisions on
+    conv2d_gemm), and the tuned model equals torch."""
+    torch = pytest.importorskip("torch")
+    from mlc_mlir.graph import BlockBuilder, Var, op
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((8, 4, 3, 3)).astype("float32")
+    x = Var("x", (1, 4, 10, 10))
+    bb = BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(op.relu(op.nn.conv2d(x, mlc.graph.const(w), padding=1)))
+        bb.emit_func_output(gv)
+    tuned = mlc.tune.tune_model(bb.get(), TARGET, max_trials_global=2, work_dir=tmp_path, num_trials_per_iter=2,
+                                seed=0, measure=FAST, progress=False, check_model=False)
+    kernels = [n for n in tuned.functions if "mlc.prim_func" in tuned[n].op.attributes]
+    text = "\n".join(str(tuned[n].op) for n in kernels)
+    # im2col's block (its init fill keeps the name) and the contraction, tuned: vectors
+    assert "linalg.conv_2d_nchw_fchw" not in text and 'mlc.block_init = "conv2d_im2col"' in text
+    assert "vector.transfer_read" in text and "mlc.tuned" in text
+    xv = rng.standard_normal((1, 4, 10, 10)).astype("float32")
+    got = mlc.graph.VirtualMachine(mlc.graph.build(tuned), mlc.cpu())["main"](xv).numpy()
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(xv), torch.from_numpy(w), padding=1)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
