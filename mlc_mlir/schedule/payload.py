@@ -18,7 +18,7 @@ from mlir.passmanager import PassManager
 from ..irutil import symbol_ops, walk_ops
 from ..errors import ScheduleError
 
-__all__ = ["BlockInfo", "Source", "read_blocks", "func_names", "name_blocks"]
+__all__ = ["BlockInfo", "Source", "read_blocks", "func_names", "name_blocks", "strip_casts"]
 
 
 @dataclass(frozen=True)
@@ -194,14 +194,15 @@ def _loop_names(op: ir.Operation, n: int) -> tuple[str, ...]:
     return names if len(names) == n else ()
 
 
-def _strip_casts(v: ir.Value) -> ir.Value:
+def strip_casts(v: ir.Value) -> ir.Value:
+    """``v`` before any ``tensor.cast``s."""
     while not isinstance(v.owner, ir.Block) and v.owner.operation.name == "tensor.cast":
         v = v.owner.operation.operands[0]
     return v
 
 
 def _init_fill(op: ir.Operation) -> ir.Operation | None:
-    init = _strip_casts(op.operands[len(op.operands) - 1])
+    init = strip_casts(op.operands[len(op.operands) - 1])
     if not isinstance(init.owner, ir.Block) and init.owner.operation.name == "linalg.fill":
         return init.owner.operation
     return None

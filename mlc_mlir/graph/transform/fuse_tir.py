@@ -40,7 +40,7 @@ from ..builder.emit import CALL_SLOTS, create_op, segment_sizes
 from ...tensor_types import shape_attr
 from .lower import lower_graph_functions
 from .outline import call_result_shape, erase_unreferenced
-from ...schedule.payload import name_blocks
+from ...schedule.payload import name_blocks, strip_casts
 
 __all__ = ["fuse_tir", "fuse_primitive", "INLINE_PASSES", "FUSE_PASSES"]
 
@@ -84,24 +84,18 @@ def _check_tensor_level(fop: ir.Operation, funcs: dict[str, ir.Operation]) -> li
     return callees
 
 
-def _strip_casts(v: ir.Value) -> ir.Value:
-    while not isinstance(v.owner, ir.Block) and v.owner.operation.name == "tensor.cast":
-        v = v.owner.operation.operands[0]
-    return v
-
-
 def _write_into_output(fop: ir.Operation) -> None:
     """Make the op computing the returned value write into the output parameter."""
     block = fop.regions[0].blocks[0]
     out = block.arguments[len(block.arguments) - 1]
-    v = _strip_casts(_terminator(fop).operands[0])
+    v = strip_casts(_terminator(fop).operands[0])
     if isinstance(v.owner, ir.Block):
         return
     target = v.owner.operation
     for _ in range(4):
         if not target.operands:
             return
-        init = _strip_casts(target.operands[len(target.operands) - 1])
+        init = strip_casts(target.operands[len(target.operands) - 1])
         if isinstance(init.owner, ir.Block):
             return
         src = init.owner.operation
