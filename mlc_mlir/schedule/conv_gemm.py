@@ -84,7 +84,7 @@ def _rewrite(text: str, fname: str) -> Module | None:
         if private is not None:
             del fop.attributes["sym_visibility"]
     # no elementwise fusion here: it would inline the all-parallel im2col into the contraction
-    run_passes(work.mlir_module, "inline,symbol-dce,canonicalize,cse", stage=f"conv-to-gemm @{fname}")
+    _run_passes(work.mlir_module, "inline,symbol-dce,canonicalize,cse", stage=f"conv-to-gemm @{fname}")
     with mlc_context():
         fop = symbol_ops(work.mlir_module, defined=True)[fname]
         name_blocks(fop)
@@ -93,8 +93,9 @@ def _rewrite(text: str, fname: str) -> Module | None:
     return work
 
 
-def run_passes(module: ir.Module, passes: str, *, stage: str) -> None:
-    """Run pipeline ``passes`` on ``module``; ScheduleError naming ``stage`` on failure."""
+def _run_passes(module: ir.Module, passes: str, *, stage: str) -> None:
+    """Run pipeline ``passes`` on ``module``; ScheduleError naming ``stage`` on failure
+    (``compiler.pipeline.run_pipeline`` does this one layer up, out of this layer's reach)."""
     with mlc_context():
         try:
             PassManager.parse(f"builtin.module({passes})").run(module.operation)
