@@ -52,12 +52,15 @@ IR after::
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import arith, memref, vector
 
-from ..irutil import symbol_ops
+from ..irutil import symbol_ops, walk_ops
 from ..errors import LoweringError
 from ..irbuild import apply_transform
 
-__all__ = ["VECTOR_OPT_SCRIPT", "has_vector_ops", "optimize_vectors"]
+__all__ = ["VECTOR_OPT_SCRIPT", "has_vector_ops", "optimize_vectors", "reshapes_as_casts"]
+
+_RESHAPES = ("memref.expand_shape", "memref.collapse_shape")
 
 VECTOR_OPT_SCRIPT = """
 module attributes {transform.with_named_sequence} {
@@ -120,6 +123,7 @@ def optimize_vectors(module: ir.Module) -> None:
     # one function at a time: hoisting takes exactly one function handle
     funcs = [fn for fn in symbol_ops(module, defined=True).values() if _op_has_vectors(fn)]
     for fn in funcs:
+        reshapes_as_casts(fn)
         apply_transform(fn, script, error=LoweringError, message="stage 'vector-opt' failed")
 
 
@@ -135,3 +139,123 @@ def _op_has_vectors(root: ir.Operation) -> bool:
 
     root.walk(visit)
     return found
+
+
+def reshapes_as_casts(fn: ir.Operation) -> int:
+    """Remove each static ``memref.expand_shape`` / ``collapse_shape`` of a contiguous
+    buffer (identity layout) from ``fn``; returns how many.
+
+    ``fold_memref_alias_ops`` (the script's second step) never returns on a transfer whose
+    vector runs along a dimension of an expanded group (``vector<1x1x1x56xf32>`` read from
+    ``expand_shape %y [[0, 1], [2, 3]]``, a convolution's result viewed in NCHW: MLIR 22,
+    twin test ``tests/lit/compiler/vector_opt_reshape.mlir``). An ``expand_shape`` read and
+    written only by in-bounds transfers of one row (``1x..x1xN``) is removed, the transfers
+    moved to its source at linearized indices (a view left in place would stop the hoisting
+    of accumulators in that buffer, which refuses buffers that views are taken of: a
+    convolution's register tile was stored at every k step, 3 ms instead of 0.8); any other
+    becomes the ``memref.reinterpret_cast`` it amounts to, left alone by the folding and
+    lowered by ``expand-strided-metadata`` as the view would have been.
+    """
+    count = 0
+    for op in walk_ops(fn, _RESHAPES):
+        src, res = ir.MemRefType(op.operands[0].type), ir.MemRefType(op.results[0].type)
+        if not (_identity(src) and _identity(res)):
+            continue
+        if op.name == "memref.expand_shape" and _linearize(op):
+            count += 1
+            continue
+        if not (src.has_static_shape and res.has_static_shape):
+            continue  # a dynamic batch: the cast would need its sizes (views read by rows are linearized above)
+        count += 1
+        sizes = list(res.shape)
+        with ir.InsertionPoint(op), op.location:
+            cast = memref.ReinterpretCastOp(res, op.operands[0], [], [], [], [0], sizes, _row_major(sizes))
+        op.results[0].replace_all_uses_with(cast.result)
+        op.erase()
+    return count
+
+
+def _row_transfer(user: ir.Operation, view: ir.Value) -> bool:
+    """Whether ``user`` is an unmasked in-bounds transfer of one row (``1x..x1xN``, identity
+    map) whose buffer is ``view``."""
+    name = user.name
+    if name not in ("vector.transfer_read", "vector.transfer_write"):
+        return False
+    base = user.operands[0 if name == "vector.transfer_read" else 1]
+    vec = ir.VectorType(user.results[0].type if name == "vector.transfer_read" else user.operands[0].type)
+    rank = ir.MemRefType(view.type).rank
+    bounds = [ir.BoolAttr(b).value for b in ir.ArrayAttr(user.attributes["in_bounds"])]
+    identity = ir.AffineMapAttr(user.attributes["permutation_map"]).value == ir.AffineMap.get_identity(rank)
+    sizes = list(vec.shape)
+    return (base == view and identity and all(bounds) and len(sizes) == rank and all(d == 1 for d in sizes[:-1])
+            and len(user.operands) == (1 if name == "vector.transfer_read" else 2) + rank + 1)
+
+
+def _dim_of(user: ir.Operation, groups: list[list[int]]) -> int | None:
+    """For ``memref.dim %view, %c<i>``: the source dim of the same size (view dim ``i``
+    alone in its group), else None."""
+    index = user.operands[1]
+    if isinstance(index.owner, ir.Block) or index.owner.operation.name != "arith.constant":
+        return None
+    i = ir.IntegerAttr(index.owner.operation.attributes["value"]).value
+    return next((g for g, group in enumerate(groups) if group == [i]), None)
+
+
+def _linearize(op: ir.Operation) -> bool:
+    """``op`` (an expand_shape) removed, its row transfers moved to its source; False (and
+    nothing changed) when some user is not such a transfer."""
+    view, src = op.results[0], op.operands[0]
+    users = [use.owner for use in view.uses]
+    groups = [[ir.IntegerAttr(d).value for d in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
+    dims = [u for u in users if u.name == "memref.dim"]
+    sizes_of = {u: _dim_of(u, groups) for u in dims}
+    if not users or not all(_row_transfer(u, view) or sizes_of.get(u) is not None for u in users):
+        return False
+    sizes = list(ir.MemRefType(view.type).shape)
+    rank = ir.MemRefType(src.type).rank
+    index = ir.IndexType.get()
+    transfers = [u for u in users if u.name != "memref.dim"]
+    for user in dims:  # the size of a dynamic dim of the view: the source's (its group is that one dim)
+        with ir.InsertionPoint(user), user.location:
+            user.results[0].replace_all_uses_with(memref.dim(src, arith.constant(index, sizes_of[user])))
+        user.erase()
+    for user in transfers:
+        read = user.name == "vector.transfer_read"
+        first = 1 if read else 2
+        idx = list(user.operands[first:first + len(sizes)])
+        old_vec = ir.VectorType(user.results[0].type if read else user.operands[0].type)
+        new_vec = ir.VectorType.get([1] * (rank - 1) + [old_vec.shape[-1]], old_vec.element_type)
+        with ir.InsertionPoint(user), user.location:
+            lin = []
+            for group in groups:
+                value = idx[group[0]]
+                for d in group[1:]:
+                    value = arith.addi(arith.muli(value, arith.constant(index, sizes[d])), idx[d])
+                lin.append(value)
+            perm = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
+            bounds = ir.ArrayAttr.get([ir.BoolAttr.get(True)] * rank)
+            if read:
+                pad = user.operands[first + len(sizes)]
+                row = vector.TransferReadOp(new_vec, src, lin, perm, pad, bounds).result
+                user.results[0].replace_all_uses_with(vector.ShapeCastOp(old_vec, row).result)
+            else:
+                row = vector.ShapeCastOp(new_vec, user.operands[0]).result
+                vector.TransferWriteOp(None, row, src, lin, perm, bounds)
+        user.erase()
+    op.erase()
+    return True
+
+
+def _identity(t: ir.MemRefType) -> bool:
+    """Whether ``t`` is laid out row-major from offset 0, every dim static but the first."""
+    if any(t.is_dynamic_dim(i) for i in range(1, t.rank)):
+        return False
+    strides, offset = t.get_strides_and_offset()
+    return offset == 0 and list(strides) == _row_major(list(t.shape))
+
+
+def _row_major(sizes: list[int]) -> list[int]:
+    strides = [1] * len(sizes)
+    for i in range(len(sizes) - 2, -1, -1):
+        strides[i] = strides[i + 1] * sizes[i + 1]
+    return strides

@@ -4,30 +4,44 @@ Legalization gives a convolution as upstream's named op (after a ``tensor.pad`` 
 input); the rules tile contractions whose operands are read at plain loop dimensions,
 which a convolution's ``y * stride + ky`` reads are not. Before the rules run,
 :func:`convs_to_gemm` replaces each such op by the computes of
-:func:`mlc_mlir.topi.nn.conv2d_gemm` (``gather=True``):
+:func:`mlc_mlir.topi.nn.conv2d_gemm` (``gather=True``, the kernel flattened):
 
     %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {...}
     %y = linalg.conv_2d_nchw_fchw {mlc.block = "conv2d"} ins(%p, %w) outs(%zero)
 
-becomes ``conv2d_im2col`` (the padded input's pixels each output pixel reads, one row per
-(channel, ky, kx): an all-parallel compute of ``tensor.extract`` reads, which the elementwise
-rule vectorizes as gathers), ``conv2d_gemm`` (``kernel (F, C*KH*KW) x im2col``: the register
-tile of a matmul) and ``conv2d`` (the result back in NCHW; the fused epilogue -- bias, ReLU, a
-residual add -- stays the generic after it). No elementwise fusion runs afterwards: it would
-inline the all-parallel im2col into the contraction. Measured against upstream's
-``transform.structured.convert_conv2d_to_img2col`` (ResNet-18's 3x3 convolution, 1x64x56x56,
-2 cores): 3.0 ms this way (im2col then a scalar copy), 6.7 ms that way under the same rules
-(its im2col has ``floordiv`` maps no rule vectorizes or parallelizes); the gathering im2col
-took that layer's im2col from 0.94 to 0.18 ms and the 7x7 stem at batch 8 from 67 to 43 ms.
+becomes
+
+    %w2 = tensor.collapse_shape %w [[0], [1, 2, 3]]         the kernel viewed (F, C*KH*KW)
+    conv2d_im2col   col[c*KH*KW + ky*KW + kx, p] = x[c, row, col] if inside, else 0
+    conv2d_gemm     y[f, p] = sum_k w2[f, k] * col[k, p]     one reduction dim: a matmul
+    %y = tensor.expand_shape y                               NCHW: a view, no copy
+
+``conv2d_im2col`` reads the unpadded input in place (the padding is its condition; the
+``tensor.pad``, a strided copy, took 1 ms of the 2.9 ms of ResNet-18's 3x3 convolution at
+64 channels, 56x56), an all-parallel compute of ``tensor.extract`` reads which the
+elementwise rule vectorizes as gathers; a 1x1 convolution of stride 1 has none (the
+contraction reads the input viewed (C, H*W)). ``conv2d_gemm`` has one reduction dim, so
+the large-contraction rule blocks it for the cache (with (C, KH, KW) as three reduction
+dims the register-tile rule ran that 3x3 convolution's contraction at 2.2 ms; flat,
+0.85 ms). The fused epilogue -- bias, ReLU, a residual add -- stays the generic after it,
+reading the view. No elementwise fusion runs afterwards: it would inline the all-parallel
+im2col into the contraction. Measured against upstream's
+``transform.structured.convert_conv2d_to_img2col`` (same convolution, 2 cores): 6.7 ms
+that way under the same rules (its im2col has ``floordiv`` maps no rule vectorizes); 1.4 ms
+this way (torch: 0.8-0.9 ms).
 
 Convolutions this does not take (an init that is not a zero fill, a dynamic dimension other
 than the batch, integer types) stay named ops: the build lowers them to loops.
+:func:`rewrite_named` (a named op -> a tensor program built in te, inlined) is shared with
+the window strategy (:mod:`.windows`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mlir import ir
-from mlir.dialects import func
+from mlir.dialects import arith, func, tensor
 from mlir.passmanager import PassManager
 
 from .. import te, topi
@@ -37,54 +51,70 @@ from ..ir import Module
 from ..irutil import sym_name, symbol_ops, walk_ops
 from .payload import name_blocks
 
-__all__ = ["convs_to_gemm", "CONV_OP"]
+__all__ = ["convs_to_gemm", "rewrite_named", "rename_blocks", "zero_fill", "pad_hw_source", "CONV_OP"]
 
 CONV_OP = "linalg.conv_2d_nchw_fchw"
+#: the kernel (F, C, KH, KW) viewed as (F, C * KH * KW)
+_ROWS_FLAT = [[0], [1, 2, 3]]
 
 
 def convs_to_gemm(mod: Module) -> Module:
     """``mod`` with every ``linalg.conv_2d_nchw_fchw`` it can take in im2col + contraction
     form (a copy; ``mod`` itself when it has none)."""
+    return rewrite_named(mod, (CONV_OP,), _helper, "conv-to-gemm")
+
+
+#: builds the tensor program that replaces one named op: (its operands, a module holding
+#: the program ``name``), or None to leave the op as it is
+Helper = Callable[[ir.Operation, str], "tuple[list[ir.Value], Module] | None"]
+
+
+def rewrite_named(mod: Module, ops: tuple[str, ...], helper: Helper, stage: str) -> Module:
+    """``mod`` with each op named in ``ops`` that ``helper`` takes replaced by the tensor
+    program it builds, inlined (a copy; ``mod`` itself when no function has such ops).
+
+    The program is called in the op's place and inlined; then only canonicalize and CSE
+    run (no elementwise fusion: it would inline all-parallel computes such as im2col into
+    their consumers), and the function's blocks are named again (:func:`name_blocks`)."""
     with mlc_context():
-        ops = symbol_ops(mod.mlir_module, defined=True)
-        texts = {name: op.get_asm(large_elements_limit=None) for name, op in ops.items()
-                 if walk_ops(op, (CONV_OP,))}
+        found = symbol_ops(mod.mlir_module, defined=True)
+        texts = {name: op.get_asm(large_elements_limit=None) for name, op in found.items() if walk_ops(op, ops)}
     if not texts:
         return mod
     out = mod.clone()
     for fname, text in texts.items():
-        rewritten = _rewrite(text, fname)
+        rewritten = _rewrite(text, fname, ops, helper, stage)
         if rewritten is not None:
             out.update_func(fname, rewritten)
     return out
 
 
-def _rewrite(text: str, fname: str) -> Module | None:
+def _rewrite(text: str, fname: str, names: tuple[str, ...], helper: Helper, stage: str) -> Module | None:
     work = Module.parse("module {\n" + text + "\n}")
     with mlc_context():
         body = work.mlir_module.body
         fop = symbol_ops(work.mlir_module, defined=True)[fname]
         helpers = 0
-        for conv in walk_ops(fop, (CONV_OP,)):
-            helper = _helper(conv, f"__mlc_conv_gemm_{helpers}")
-            if helper is None:
+        for target in walk_ops(fop, names):
+            hname = f"__mlc_{stage.replace('-', '_')}_{helpers}"
+            built = helper(target, hname)
+            if built is None:
                 continue
-            data, kernel, dest, hmod = helper  # the module is kept alive while its function is cloned
+            operands, hmod = built  # the module is kept alive while its function is cloned
             with ir.InsertionPoint(body):
-                new = symbol_ops(hmod.mlir_module, defined=True)[f"__mlc_conv_gemm_{helpers}"].clone()
+                new = symbol_ops(hmod.mlir_module, defined=True)[hname].clone()
             new.attributes["sym_visibility"] = ir.StringAttr.get("private")
-            with ir.InsertionPoint(conv), conv.location:
-                call = func.CallOp([conv.results[0].type], sym_name(new), [data, kernel, dest])
-            conv.results[0].replace_all_uses_with(call.results[0])
-            conv.erase()
+            with ir.InsertionPoint(target), target.location:
+                call = func.CallOp([target.results[0].type], sym_name(new), operands)
+            target.results[0].replace_all_uses_with(call.results[0])
+            target.erase()
             helpers += 1
         if not helpers:
             return None
         private = fop.attributes["sym_visibility"] if "sym_visibility" in fop.attributes else None
         if private is not None:
             del fop.attributes["sym_visibility"]
-    # no elementwise fusion here: it would inline the all-parallel im2col into the contraction
-    _run_passes(work.mlir_module, "inline,symbol-dce,canonicalize,cse", stage=f"conv-to-gemm @{fname}")
+    _run_passes(work.mlir_module, "inline,symbol-dce,canonicalize,cse", stage=f"{stage} @{fname}")
     with mlc_context():
         fop = symbol_ops(work.mlir_module, defined=True)[fname]
         name_blocks(fop)
@@ -112,40 +142,128 @@ def _ints(attr: ir.Attribute) -> tuple[int, ...]:
     return tuple(int(v) for v in ir.DenseIntElementsAttr(attr))
 
 
-def _zero_fill(value: ir.Value) -> ir.Value | None:
-    """The destination of ``value`` when it is a ``linalg.fill`` of 0.0, else None."""
+def _float_constant(value: ir.Value) -> float | None:
+    if isinstance(value.owner, ir.Block) or value.owner.operation.name != "arith.constant":
+        return None
+    attr = value.owner.operation.attributes["value"]
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else None
+
+
+def zero_fill(value: ir.Value) -> tuple[ir.Value, float] | None:
+    """(the destination, the value) when ``value`` is a ``linalg.fill`` of a float
+    constant, else None."""
     if isinstance(value.owner, ir.Block) or value.owner.operation.name != "linalg.fill":
         return None
     fill = value.owner.operation
-    cst = fill.operands[0]
-    if isinstance(cst.owner, ir.Block) or cst.owner.operation.name != "arith.constant":
-        return None
-    attr = cst.owner.operation.attributes["value"]
-    if not isinstance(attr, ir.FloatAttr) or ir.FloatAttr(attr).value != 0.0:
-        return None
-    return fill.operands[1]
+    const = _float_constant(fill.operands[0])
+    return None if const is None else (fill.operands[1], const)
 
 
-def _helper(conv: ir.Operation, name: str) -> tuple[ir.Value, ir.Value, ir.Value, Module] | None:
-    """(data, kernel, destination, a module holding the tensor program ``name`` computing the convolution), or None
-    when this convolution is not one :func:`topi.nn.conv2d_gemm` computes."""
-    data, kernel, init = conv.operands[0], conv.operands[1], conv.operands[2]
-    dest = _zero_fill(init)
-    if dest is None or str(ir.RankedTensorType(init.type).element_type) != "f32":
+def pad_hw_source(value: ir.Value) -> tuple[ir.Value, tuple[int, int, int, int], float | None]:
+    """(the source, (top, left, bottom, right), the padding value) when ``value`` is a
+    ``tensor.pad`` of a float constant around H and W only (read in place by the
+    rewritten op), else (``value``, no padding, None)."""
+    none = (value, (0, 0, 0, 0), None)
+    if isinstance(value.owner, ir.Block) or value.owner.operation.name != "tensor.pad":
+        return none
+    pad = value.owner.operation
+    low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
+    high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
+    if len(pad.operands) != 1 or len(low) != 4 or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
+        return none  # dynamic or negative widths (operands beyond the source), or padded N / C
+    body = pad.regions[0].blocks[0]
+    const = _float_constant(body.operations[len(body.operations) - 1].operands[0])
+    if const is None:
+        return none
+    return pad.operands[0], (low[2], low[3], high[2], high[3]), const
+
+
+def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None:
+    """([data, the kernel viewed (F, C * KH * KW), destination], a module holding the tensor
+    program ``name`` computing the convolution), or None when this convolution is not one
+    :func:`topi.nn.conv2d_gemm` computes."""
+    kernel, init = conv.operands[1], conv.operands[2]
+    data, pads, pad_value = pad_hw_source(conv.operands[0])
+    if pad_value not in (None, 0.0):
+        data, pads = conv.operands[0], (0, 0, 0, 0)
+    fill = zero_fill(init)
+    if fill is None or fill[1] != 0.0 or str(ir.RankedTensorType(init.type).element_type) != "f32":
         return None
+    dest = fill[0]
     dshape, kshape = _static(data.type), _static(kernel.type)
     if None in dshape[1:] or None in kshape or str(ir.RankedTensorType(kernel.type).element_type) != "f32":
         return None
-    a = te.placeholder(tuple("n" if d is None else d for d in dshape), name="data")
-    w = te.placeholder(tuple(kshape), name="kernel")
-    y = topi.nn.conv2d_gemm(a, w, _ints(conv.attributes["strides"]), 0, _ints(conv.attributes["dilations"]), gather=True)
+    f, c, kh, kw = kshape
+    strides = _ints(conv.attributes["strides"])
+    w = te.placeholder((f, c * kh * kw), name="kernel")
+    pointwise = (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads)
+    if pointwise:  # im2col would copy the input as it is: the contraction reads it viewed (C, H * W)
+        batch = "n" if dshape[0] is None else dshape[0]
+        a = te.placeholder((batch, c, dshape[2] * dshape[3]) if batch != 1 else (c, dshape[2] * dshape[3]), name="data")
+        y = _pointwise_gemm(a, w, dshape[2], dshape[3])
+    else:
+        a = te.placeholder(tuple("n" if d is None else d for d in dshape), name="data")
+        y = topi.nn.conv2d_gemm(a, w, strides, pads, _ints(conv.attributes["dilations"]), gather=True,
+                                kernel_size=(kh, kw))
     block = ir.StringAttr(conv.attributes["mlc.block"]).value if "mlc.block" in conv.attributes else "conv2d"
     hmod = te.create_prim_func([a, w, y], name=name)
     hfunc = symbol_ops(hmod.mlir_module, defined=True)[name]
+    _view_result(hfunc)
+    rename_blocks(hfunc, "conv2d", block)
+    f32 = ir.F32Type.get()
+    with ir.InsertionPoint(conv), conv.location:
+        flat = tensor.CollapseShapeOp(ir.RankedTensorType.get([f, c * kh * kw], f32), kernel, _ROWS_FLAT).result
+        if pointwise:
+            pixels = dshape[2] * dshape[3]
+            view = ([c, pixels], [[0, 1], [2, 3]]) if dshape[0] == 1 else \
+                ([ir.ShapedType.get_dynamic_size() if dshape[0] is None else dshape[0], c, pixels], [[0], [1], [2, 3]])
+            data = tensor.CollapseShapeOp(ir.RankedTensorType.get(view[0], f32), data, view[1]).result
+    return [data, flat, dest], hmod
+
+
+def _pointwise_gemm(data: te.Tensor, kernel: te.Tensor, h: int, w: int) -> te.Tensor:
+    """A 1x1 convolution of stride 1 without padding on ``data`` viewed (C, H * W) (per
+    image: (N, C, H * W)): the contraction ``conv2d_gemm`` and ``conv2d``, the result in NCHW
+    (a copy that :func:`_view_result` replaces by a view), as :func:`topi.nn.conv2d_gemm` names them."""
+    f, k = kernel.shape
+    rk = te.reduce_axis((0, k), "rk")
+    if len(data.shape) == 2:
+        y = te.compute((f, h * w), lambda o, p: te.sum(kernel[o, rk] * data[rk, p], axis=rk), name="conv2d_gemm")
+        return te.compute((1, f, h, w), lambda b, o, i, j: y[o, i * w + j], name="conv2d")
+    y = te.compute((data.shape[0], f, h * w), lambda b, o, p: te.sum(kernel[o, rk] * data[b, rk, p], axis=rk),
+                   name="conv2d_gemm")
+    return te.compute((data.shape[0], f, h, w), lambda b, o, i, j: y[b, o, i * w + j], name="conv2d")
+
+
+def rename_blocks(hfunc: ir.Operation, main: str, block: str) -> None:
+    """Blocks of a helper program renamed after the op it replaces: ``main`` becomes
+    ``block``, ``main_<x>`` becomes ``block_<x>``."""
     for op in walk_ops(hfunc):
         for attr in ("mlc.block", "mlc.block_init"):
             if attr in op.attributes:
                 old = ir.StringAttr(op.attributes[attr]).value
-                new = block if old == "conv2d" else f"{block}_{old.removeprefix('conv2d_')}"
+                new = block if old == main else f"{block}_{old.removeprefix(main + '_')}"
                 op.attributes[attr] = ir.StringAttr.get(new)
-    return data, kernel, dest, hmod
+
+
+def _view_result(hfunc: ir.Operation) -> None:
+    """The last compute of ``conv2d_gemm`` (``y[f, p]`` copied to NCHW; per image
+    ``y[n, f, p]``) replaced by a ``tensor.expand_shape`` view of ``y``: the pixels are
+    already in NCHW order (a copy's read ``y[o, i * ow + j]`` is no plain index, so no
+    rule vectorized it: 64 x 56 x 56 copied element by element)."""
+    copy = next(op for op in walk_ops(hfunc, ("linalg.generic",))
+                if "mlc.block" in op.attributes and ir.StringAttr(op.attributes["mlc.block"]).value == "conv2d")
+    y = copy.operands[0]
+    rank = ir.RankedTensorType(y.type).rank
+    groups = [[0, 1], [2, 3]] if rank == 2 else [[0], [1], [2, 3]]
+    with ir.InsertionPoint(copy), copy.location:
+        dynamic = [tensor.DimOp(y, arith.ConstantOp(ir.IndexType.get(), 0).result).result
+                   for d in _static(copy.results[0].type) if d is None]  # only the batch can be
+        view = tensor.ExpandShapeOp(copy.results[0].type, y, groups, dynamic, _out_shape(copy.results[0].type)).result
+    copy.results[0].replace_all_uses_with(view)
+    copy.erase()
+
+
+def _out_shape(t: ir.Type) -> list[int]:
+    st = ir.RankedTensorType(t)
+    return [ir.ShapedType.get_dynamic_size() if st.is_dynamic_dim(i) else st.get_dim_size(i) for i in range(st.rank)]

@@ -24,13 +24,20 @@ from .rule_sampler import RuleSampler
 from .schedule import Schedule
 from .trace import BlockRV, LoopRV
 
-__all__ = ["LARGE_MACS", "K_BLOCK", "NC_BLOCK", "KC_BLOCK", "K_UNROLL", "NC_PEELED", "KC_PEELED", "is_large",
+__all__ = ["LARGE_MACS", "K_BLOCK", "MIN_COLUMNS", "NC_BLOCK", "KC_BLOCK", "K_UNROLL", "NC_PEELED", "KC_PEELED", "is_large",
            "schedule_blocked"]
 
-#: contractions from this many multiply-adds (and a reduction of at least 2 * K_BLOCK) get
-#: cache blocks (NC_BLOCK x KC_BLOCK panels of B, one block of rows per core)
+#: contractions from this many multiply-adds (with a reduction of at least K_BLOCK and
+#: MIN_COLUMNS columns) get cache blocks (NC_BLOCK x KC_BLOCK panels of B, one block of
+#: rows per core)
 LARGE_MACS = 1 << 24
-K_BLOCK = 256
+#: the shortest reduction of a large contraction: ResNet-18's 7x7 stem as im2col + gemm
+#: (64 x 147 x 12544) ran at 233 GFLOP/s blocked, 116 in the register-tile rule (2 cores)
+K_BLOCK = 128
+#: the fewest columns of a large contraction: with fewer, the register-tile rule measured
+#: faster (ResNet-18's last convolutions as gemms: 512 x 4608 x 49 291 GFLOP/s against 66
+#: blocked, 256 x 2304 x 196 189 against 130; 128 x 1152 x 784 127 against 197)
+MIN_COLUMNS = 256
 #: the large-contraction rule's default cache blocks: NC columns by KC of k (the KC x NC
 #: panel of B copied to a local buffer; 512 x 64 f32 = 128 KiB, a quarter of a Zen 3 L2:
 #: matmul 1024 measured 1.09x NumPy's one-thread time against 1.12x for 128 columns, 1.24x
@@ -52,7 +59,8 @@ def is_large(info: BlockInfo, kind: Contraction) -> bool:
     """A contraction whose B panel does not stay in cache: it gets cache blocks."""
     ext = info.extents
     return (kind.contiguous and kind.i is not None and not kind.batch and len(kind.reduce) == 1
-            and None not in ext and ext[kind.reduce[0]] >= 2 * K_BLOCK and macs(info) >= LARGE_MACS
+            and None not in ext and ext[kind.reduce[0]] >= K_BLOCK and ext[kind.j] >= MIN_COLUMNS
+            and macs(info) >= LARGE_MACS
             and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1)
 
 

@@ -30,7 +30,7 @@ contraction read along k by every input (``x @ w.T``: B read transposed, k last 
     ``mr x nr`` tile of accumulator vectors (at most the registers less 4), loop order
     ``batch.., i0, j0, k0, i1, j1, lanes`` (lanes vectorized, ``i1``/``j1`` unrolled); the
     lanes summed (``Y``) and the epilogue applied at ``j0`` on the tile.
-large contraction (:data:`LARGE_MACS` multiply-adds, a reduction of 2 * :data:`K_BLOCK` or more; :mod:`.rule_blocked`)
+large contraction (:data:`LARGE_MACS` multiply-adds, a reduction of :data:`K_BLOCK` or more, :data:`MIN_COLUMNS` columns; :mod:`.rule_blocked`)
     the structure of a BLAS kernel: ``j0, ip, k0, it, jt, k1, ir, jr``: columns by
     :data:`NC_BLOCK` (the cores share these blocks: parallel) and k by :data:`KC_BLOCK` (the
     ``KC x NC`` panel of B copied once per block into a local buffer at ``k0``:
@@ -71,8 +71,9 @@ from ..errors import MlcError, ScheduleError
 from ..ir import Module
 from ..target import Target
 from .conv_gemm import convs_to_gemm
+from .windows import windows_to_taps
 from .payload import BlockInfo, read_blocks
-from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, NC_BLOCK, is_large, schedule_blocked
+from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, MIN_COLUMNS, NC_BLOCK, is_large, schedule_blocked
 from .rule_common import PARALLEL_MIN_FLOPS, contraction_of, register_tile_for, vector_lanes_or_none
 from .rule_elementwise import PARALLEL_MIN_ELEMENTS, is_copy, is_elementwise, schedule_copy, schedule_elementwise
 from .rule_rfactor import lanes_along_k, schedule_rfactor
@@ -80,8 +81,8 @@ from .rule_sampler import Decide, Decision, RuleSampler
 from .rule_small import schedule_small
 from .schedule import Schedule
 
-__all__ = ["apply_rules", "default_schedule", "graph_default_schedule", "register_tile_for", "Decision",
-           "DECISIONS", "PARALLEL_MIN_FLOPS", "PARALLEL_MIN_ELEMENTS", "LARGE_MACS", "K_BLOCK", "NC_BLOCK",
+__all__ = ["apply_rules", "default_schedule", "window_strategies", "graph_default_schedule", "register_tile_for", "Decision",
+           "DECISIONS", "PARALLEL_MIN_FLOPS", "PARALLEL_MIN_ELEMENTS", "LARGE_MACS", "K_BLOCK", "MIN_COLUMNS", "NC_BLOCK",
            "KC_BLOCK", "K_UNROLL"]
 
 #: the decisions of the rules by name (``<block>.<name>`` labels them in a trace)
@@ -185,7 +186,7 @@ def default_schedule(mod: Module, target: Target | str | None = None) -> Module:
     left unscheduled, with a warning naming it and why.
     """
     tgt = Target.of(target)
-    mod = convs_to_gemm(mod)  # the convolution strategy: named conv -> im2col + contraction
+    mod = window_strategies(mod)
     try:
         sch = Schedule(mod)
         return _apply(sch, tgt, RuleSampler(sch, False, None), None).mod
@@ -240,6 +241,13 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind, bloc
     if lanes is not None:
         return schedule_rfactor(sch, fname, info, kind, blocks, tgt, sm, lanes, done)
     return schedule_small(sch, fname, info, kind, blocks, tgt, sm, done)
+
+
+def window_strategies(mod: Module) -> Module:
+    """The strategies for ops the rules cannot tile as they are, applied before the rules:
+    named convolutions -> im2col + contraction (:func:`.conv_gemm.convs_to_gemm`), pooling
+    and depthwise convolutions -> unrolled taps (:func:`.windows.windows_to_taps`)."""
+    return windows_to_taps(convs_to_gemm(mod))
 
 
 def graph_default_schedule(mod: Module, target: Target | str | None, opt_level: int) -> Module:

@@ -16,7 +16,7 @@ from ..graph.legalize import DEFAULT_OP_MAP
 from ..graph.transform.optimize import optimize
 from ..ir import Module
 from ..schedule import Schedule, Trace
-from ..schedule.conv_gemm import convs_to_gemm
+from ..schedule.rules import window_strategies
 from ..schedule.gpu_rules import gpu_space
 from .cost_model import CostModel
 from .database import JSONDatabase, TuningRecord, workload_key
@@ -266,7 +266,7 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
     _positive("num_trials_per_iter", num_trials_per_iter)
     mod = _lower_graph_ops(mod)
     if tgt.kind != "cuda":  # the kernels the CPU default schedule runs: named convolutions as im2col + gemm
-        mod = convs_to_gemm(mod)
+        mod = window_strategies(mod)
     prims = _prim_funcs(mod)
     if not prims:
         raise TuneError("tune_model: the module has no tensor program (func.func with mlc.prim_func) and no graph "

@@ -3,7 +3,8 @@ the tensor programs hold ``linalg.conv_2d_nchw_fchw``, ``linalg.depthwise_conv_2
 ``linalg.pooling_nchw_max/sum``, ``linalg.batch_matmul``, ``linalg.broadcast``, ``tensor.pad``,
 ``tensor.extract_slice``, ``tensor.concat``; each equals torch, unscheduled and through the
 default build; the schedule rules read named ops; the default schedule's convolution strategy
-(im2col + contraction) takes named convolutions and leaves the others."""
+(im2col + contraction) takes named convolutions and leaves the others; its window strategy
+(unrolled taps) takes pooling and depthwise convolutions."""
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from mlc_mlir.graph import BlockBuilder, Var, op
 from mlc_mlir.schedule.conv_gemm import convs_to_gemm
 from mlc_mlir.schedule.payload import read_blocks
 from mlc_mlir.schedule.rules import default_schedule
+from mlc_mlir.schedule.windows import MAX_TAPS, windows_to_taps
 from mlc_mlir.context import mlc_context
 
 T = torch.from_numpy
@@ -137,7 +139,9 @@ def test_default_schedule_turns_named_convs_into_im2col_and_a_contraction():
     assert "linalg.conv_2d_nchw_fchw" in str(mod)
     gemm = convs_to_gemm(mod)
     text = str(gemm)
-    assert "linalg.conv_2d_nchw_fchw" not in text and "tensor.pad" in text  # im2col reads the padded input
+    assert "linalg.conv_2d_nchw_fchw" not in text
+    assert "tensor.pad" not in text  # im2col reads the input in place, its padding a condition
+    assert "tensor.collapse_shape" in text and "tensor.expand_shape" in text  # kernel (F, C*KH*KW), result NCHW: views
     with mlc_context():
         names = {b for _, b in read_blocks(gemm.mlir_module)}
     assert {"conv2d_im2col", "conv2d_gemm"} <= names, names
@@ -155,3 +159,88 @@ def test_conv_strategy_leaves_convs_it_does_not_compute():
     mod = _conv_module(init_value=1.5)  # accumulating onto a non-zero init: not conv2d_gemm's result
     assert "1.500000e+00" in str(mod)
     assert "linalg.conv_2d_nchw_fchw" in str(convs_to_gemm(mod))
+
+
+WINDOW_CASES = {
+    # name: (te program builder over x (and w), torch reference, the named op it holds)
+    "max_pool_pad_stride": (lambda x: topi.nn.max_pool2d(x, 3, 2, padding=1), None,
+                            lambda x: F.max_pool2d(x, 3, 2, 1), "linalg.pooling_nchw_max"),
+    "max_pool_ceil": (lambda x: topi.nn.max_pool2d(x, 3, 2, ceil_mode=True), None,
+                      lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True), "linalg.pooling_nchw_max"),
+    "avg_pool_pad": (lambda x: topi.nn.avg_pool2d(x, 3, 1, padding=1), None,
+                     lambda x: F.avg_pool2d(x, 3, 1, 1), "linalg.pooling_nchw_sum"),
+    "depthwise_stride_pad": (lambda x, w: topi.nn.conv2d(x, w, 2, 1, groups=6), (6, 1, 3, 3),
+                             lambda x, w: F.conv2d(x, w, stride=2, padding=1, groups=6),
+                             "linalg.depthwise_conv_2d_nchw_chw"),
+    "depthwise_dilated_5x5": (lambda x, w: topi.nn.conv2d(x, w, 1, (2, 3), dilation=(1, 2), groups=6), (6, 1, 5, 5),
+                              lambda x, w: F.conv2d(x, w, padding=(2, 3), dilation=(1, 2), groups=6),
+                              "linalg.depthwise_conv_2d_nchw_chw"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOW_CASES))
+def test_window_strategy_unrolls_taps_and_equals_torch(name):
+    """Pooling and depthwise convolutions become one all-parallel compute of unrolled taps
+    (no named op, no padded copy), vectorized by the rules; equal to torch on odd sizes and
+    a symbolic batch."""
+    build, wshape, ref, named = WINDOW_CASES[name]
+    x = te.placeholder(("n", 6, 11, 13), name="x")
+    args = [x] if wshape is None else [x, te.placeholder(wshape, name="w")]
+    mod = mlc.Module.parse(str(te.create_prim_func([*args, build(*args)], name="win")))
+    assert named in str(mod)
+    taps = windows_to_taps(mod)
+    text = str(taps)
+    assert named not in text and "tensor.pad" not in text, text
+    sched = default_schedule(mod)
+    assert "vector.gather" in str(sched)  # the rules vectorized the taps along the output width
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((3, 6, 11, 13)).astype("float32")
+    vals = [xv] if wshape is None else [xv, rng.standard_normal(wshape).astype("float32")]
+    want = ref(*map(T, vals)).numpy()
+    out = np.zeros(want.shape, "float32")
+    mlc.build(sched)["win"](*vals, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_window_strategy_keeps_its_init_and_leaves_what_it_cannot_take():
+    """A pooling that accumulates onto a non-neutral init keeps it (max(init, taps)); a window
+    of more than MAX_TAPS taps stays a named op; both equal torch."""
+    x = te.placeholder((1, 2, 12, 12), name="x")
+    text = str(te.create_prim_func([x, topi.nn.max_pool2d(x, 2, 2)], name="pool"))
+    fill = 'linalg.fill {mlc.block_init = "max_pool2d"} ins(%cst : f32)'
+    assert fill in text
+    at = text.rindex("\n", 0, text.index(fill)) + 1
+    text = text[:at] + "    %init = arith.constant 5.0e-01 : f32\n" + text[at:].replace(fill, fill.replace("%cst", "%init"))
+    xv = np.random.default_rng(6).standard_normal((1, 2, 12, 12)).astype("float32")
+    for src, want in ((text, np.maximum(F.max_pool2d(T(xv), 2, 2).numpy(), 0.5)), (None, None)):
+        if src is None:  # 9 x 9 = 81 taps > MAX_TAPS
+            assert MAX_TAPS < 81
+            src = str(te.create_prim_func([x, topi.nn.max_pool2d(x, 9, 1)], name="pool"))
+            want = F.max_pool2d(T(xv), 9, 1).numpy()
+            assert "linalg.pooling_nchw_max" in str(windows_to_taps(mlc.Module.parse(src)))
+        mod = mlc.Module.parse(src)
+        out = np.zeros(want.shape, "float32")
+        mlc.build(default_schedule(mod))["pool"](xv, out)
+        np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("batch", ["n", 1, 2])
+@pytest.mark.parametrize("kernel,stride,pad", [(1, 1, 0), (1, 2, 0), (3, 2, 1)])
+def test_conv_strategy_reads_pointwise_inputs_in_place_and_equals_torch(batch, kernel, stride, pad):
+    """A 1x1 convolution of stride 1 has no im2col (the contraction reads the input viewed
+    (C, H * W)); strided and wider ones gather one; all equal torch, on a symbolic, one and a
+    static batch."""
+    x, w = te.placeholder((batch, 5, 7, 9), name="x"), te.placeholder((12, 5, kernel, kernel), name="w")
+    mod = mlc.Module.parse(str(te.create_prim_func([x, w, topi.nn.conv2d(x, w, stride, pad)], name="conv")))
+    gemm = convs_to_gemm(mod)
+    with mlc_context():
+        names = {b for _, b in read_blocks(gemm.mlir_module)}
+    assert "conv2d_gemm" in names
+    assert ("conv2d_im2col" in names) == ((kernel, stride) != (1, 1)), names
+    n = 2 if batch == "n" else batch
+    rng = np.random.default_rng(7)
+    xv, wv = rng.standard_normal((n, 5, 7, 9)).astype("float32"), rng.standard_normal((12, 5, kernel, kernel)).astype("float32")
+    want = F.conv2d(T(xv), T(wv), stride=stride, padding=pad).numpy()
+    out = np.zeros(want.shape, "float32")
+    mlc.build(default_schedule(mod))["conv"](xv, wv, out)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)

@@ -109,8 +109,8 @@ def test_tunable():
     print("replayed equal:", str(sch.trace.apply(mod).mod) == str(plain.mod))
 
 
-# A large contraction gets the structure of a BLAS kernel; here its one block of 64 columns
-# cannot be shared by the cores, so one block of 128 rows per core (parallel), the target's
+# A large contraction gets the structure of a BLAS kernel; here its five blocks of 64 columns
+# do not share out evenly over the 2 cores, so one block of 128 rows per core (parallel), the target's
 # full 6 x 16 register tile with the rows' remainder peeled (128 = 21 x 6 + 2), columns by 64
 # and k by 512 (unrolled by 8 inside the tile's rows), rows outer / columns inner inside
 # the block, and the 512 x 64 panel of B copied to a local buffer once per (NC, KC) block
@@ -138,7 +138,7 @@ def test_tunable():
 # CHECK: scf.for %[[K0:.*]] = %c0 to %c1024 step %c512
 # CHECK: %[[PANEL:.*]] = bufferization.alloc_tensor() : tensor<512x64xf32>
 # CHECK: %[[PACKED:.*]] = scf.for
-# CHECK: vector.transfer_read %arg1{{.*}} : tensor<1024x64xf32>, vector<1x64xf32>
+# CHECK: vector.transfer_read %arg1{{.*}} : tensor<1024x320xf32>, vector<1x64xf32>
 # CHECK: scf.for %{{.*}} = %c0 to %c126 step %c6
 # CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
 # CHECK: scf.for %{{.*}} = %c0 to %c512 step %c8
@@ -159,9 +159,9 @@ def test_tunable():
 @run
 def test_large_contraction_cache_blocks():
     A = te.placeholder((256, 1024), "float32", name="A")
-    B = te.placeholder((1024, 64), "float32", name="B")
+    B = te.placeholder((1024, 320), "float32", name="B")
     r = te.reduce_axis((0, 1024), "r")
-    Y = te.compute((256, 64), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="Y")
+    Y = te.compute((256, 320), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="Y")
     sch = mlc.Schedule(te.create_prim_func([A, B, Y], name="big"))
     apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
     print(sch.trace)

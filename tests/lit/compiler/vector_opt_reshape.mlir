@@ -1,0 +1,42 @@
+// RUN: mlc-opt %s --mlc-vector-opt | filecheck %s
+
+// Views of whole buffers before the vector-opt stage (MLIR 22's fold_memref_alias_ops
+// never returns on a row transfer through an expand_shape whose group it runs along).
+// A convolution's (F, pixels) result read in NCHW through memref.expand_shape by row
+// transfers: the view is gone, the rows read from the source at linearized indices
+// (row = c * 56 + h), so the buffer keeps no view (accumulators in it stay hoistable).
+// CHECK-LABEL: func.func @nchw_rows
+// CHECK-NOT: memref.expand_shape
+// CHECK-NOT: memref.reinterpret_cast
+// CHECK: scf.for %[[C:.+]] = %{{.+}} to %{{.+}} step
+// CHECK: scf.for %[[H:.+]] = %{{.+}} to %{{.+}} step
+// CHECK: vector.load %{{.+}}[%{{.+}}, %{{.+}}] : memref<64x3136xf32>, vector<56xf32>
+// CHECK: vector.store %{{.+}}, %{{.+}} : memref<1x64x56x56xf32>, vector<56xf32>
+func.func @nchw_rows(%y: memref<64x3136xf32>, %out: memref<1x64x56x56xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c56 = arith.constant 56 : index
+  %c64 = arith.constant 64 : index
+  %pad = ub.poison : f32
+  %view = memref.expand_shape %y [[0, 1], [2, 3]] output_shape [1, 64, 56, 56] : memref<64x3136xf32> into memref<1x64x56x56xf32>
+  scf.for %c = %c0 to %c64 step %c1 {
+    scf.for %h = %c0 to %c56 step %c1 {
+      %row = vector.transfer_read %view[%c0, %c, %h, %c0], %pad {in_bounds = [true, true, true, true]} : memref<1x64x56x56xf32>, vector<1x1x1x56xf32>
+      vector.transfer_write %row, %out[%c0, %c, %h, %c0] {in_bounds = [true, true, true, true]} : vector<1x1x1x56xf32>, memref<1x64x56x56xf32>
+    }
+  }
+  return
+}
+
+// A view read otherwise (a column: no row of the source) becomes a reinterpret_cast.
+// CHECK-LABEL: func.func @column
+// CHECK-NOT: memref.collapse_shape
+// CHECK: memref.reinterpret_cast %{{.+}} to offset: [0], sizes: [64, 576], strides: [576, 1]
+func.func @column(%w: memref<64x64x3x3xf32>, %out: memref<8x1xf32>) {
+  %c0 = arith.constant 0 : index
+  %pad = ub.poison : f32
+  %view = memref.collapse_shape %w [[0], [1, 2, 3]] : memref<64x64x3x3xf32> into memref<64x576xf32>
+  %col = vector.transfer_read %view[%c0, %c0], %pad {in_bounds = [true, true]} : memref<64x576xf32>, vector<8x1xf32>
+  vector.transfer_write %col, %out[%c0, %c0] {in_bounds = [true, true]} : vector<8x1xf32>, memref<8x1xf32>
+  return
+}
