@@ -176,8 +176,8 @@ def reshapes_as_casts(fn: ir.Operation) -> int:
 
 
 def _row_transfer(user: ir.Operation, view: ir.Value) -> bool:
-    """Whether ``user`` is an unmasked in-bounds transfer of one row (``1x..x1xN``, identity
-    map) whose buffer is ``view``."""
+    """Whether ``user`` is an unmasked in-bounds transfer of one row (``1x..x1xN``, a minor
+    identity map) whose buffer is ``view``."""
     name = user.name
     if name not in ("vector.transfer_read", "vector.transfer_write"):
         return False
@@ -185,9 +185,11 @@ def _row_transfer(user: ir.Operation, view: ir.Value) -> bool:
     vec = ir.VectorType(user.results[0].type if name == "vector.transfer_read" else user.operands[0].type)
     rank = ir.MemRefType(view.type).rank
     bounds = [ir.BoolAttr(b).value for b in ir.ArrayAttr(user.attributes["in_bounds"])]
-    identity = ir.AffineMapAttr(user.attributes["permutation_map"]).value == ir.AffineMap.get_identity(rank)
     sizes = list(vec.shape)
-    return (base == view and identity and all(bounds) and len(sizes) == rank and all(d == 1 for d in sizes[:-1])
+    if not 1 <= len(sizes) <= rank:
+        return False
+    minor = ir.AffineMapAttr(user.attributes["permutation_map"]).value == ir.AffineMap.get_minor_identity(rank, len(sizes))
+    return (base == view and minor and all(bounds) and all(d == 1 for d in sizes[:-1])
             and len(user.operands) == (1 if name == "vector.transfer_read" else 2) + rank + 1)
 
 
