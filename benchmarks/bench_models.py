@@ -193,6 +193,9 @@ def main() -> int:
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    unknown = [m for m in args.models.split(",") if m not in MODELS]
+    if unknown and not args.child:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
     if args.child:
         name, batch, threads = args.child.split(":")
         print("RESULT " + json.dumps(_child(name, int(batch), int(threads), args.quick, not args.no_compile,
