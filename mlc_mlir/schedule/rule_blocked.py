@@ -56,9 +56,11 @@ KC_PEELED = 256
 
 
 def is_large(info: BlockInfo, kind: Contraction) -> bool:
-    """A contraction whose B panel does not stay in cache: it gets cache blocks."""
+    """A contraction whose B panel does not stay in cache: it gets cache blocks (batch dims
+    stay the outermost loops: a convolution's per-image gemms at batch 8, ResNet-18's 3x3
+    at 64 channels 38.8 -> 25.9 ms, its 7x7 stem 38 -> 29 ms)."""
     ext = info.extents
-    return (kind.contiguous and kind.i is not None and not kind.batch and len(kind.reduce) == 1
+    return (kind.contiguous and kind.i is not None and len(kind.reduce) == 1
             and None not in ext and ext[kind.reduce[0]] >= K_BLOCK and ext[kind.j] >= MIN_COLUMNS
             and macs(info) >= LARGE_MACS
             and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1)

@@ -174,3 +174,24 @@ def test_large_matmul_without_the_column_peel():
     ir_text = str(sch.mod)  # (the factors are sampled: the tile is read from the IR)
     assert "vector<1x8xf32>" in ir_text and "vector<1x16xf32>" not in ir_text and "vector<1x10xf32>" not in ir_text
     assert "%c996 step %c12" in ir_text  # 83 full tiles of 12 rows
+
+
+@pytest.mark.parametrize("shape,large", [((2, 32, 256, 1024), True),    # a batch of gemms: blocked per item
+                                         ((1, 64, 4608, 49), False),    # 49 columns: the register-tile rule
+                                         ((1, 64, 100, 4096), False)])  # k of 100: the register-tile rule
+def test_large_rule_takes_batches_and_leaves_narrow_or_short_contractions(shape, large):
+    """The large-contraction rule from K_BLOCK of reduction and MIN_COLUMNS columns, batch
+    dims included (a convolution's per-image gemms at batch 8); each schedule equals NumPy."""
+    b, m, k, n = shape
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((b, k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), "r")
+    Y = te.compute((b, m, n), lambda t, i, j: te.sum(A[i, r] * B[t, r, j], axis=r), name="Y")
+    sch = Schedule(te.create_prim_func([A, B, Y], name="bmm"))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
+    assert ("cache_read" in str(sch.trace)) == large, str(sch.trace)  # the B panel copy: the blocked rule
+    rng = np.random.default_rng(3)
+    a, bv = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((b, k, n), dtype=np.float32)
+    out = np.full((b, m, n), np.nan, np.float32)
+    mlc.build(sch.mod, target="llvm -mcpu=haswell")["bmm"](a, bv, out)
+    np.testing.assert_allclose(out, np.einsum("ik,bkn->bmn".replace("m", "i"), a, bv), rtol=1e-4, atol=1e-3)
