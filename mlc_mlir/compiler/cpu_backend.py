@@ -17,6 +17,7 @@ from ..context import mlc_context
 from ..errors import BuildError
 from ..target import Target, host_features
 from ..toolchain import mlir_lib, openmp_lib
+from ..runtime.heap import keep_heap
 from ..runtime.module import RuntimeModule
 from .alloc_check import alloc_failure_check
 from .aot import AOT_MIN_CODE, code_text, load_library, write_library
@@ -94,6 +95,7 @@ class CpuBackend:
 
 def _jit(module: ir.Module, state: Compilation, opt_level: int,
          callbacks: Mapping[str, Any] | None) -> ExecutionEngine:
+    keep_heap()  # the kernels' buffers stay in the heap between calls (runtime/heap.py)
     libs = [mlir_lib("libmlir_c_runner_utils.so")]
     if state.parallel:
         libs.append(openmp_lib())

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import AllocationError, LoweringError, RuntimeError_
 from ..toolchain import openmp_lib
+from .heap import keep_heap
 from .library_format import METADATA_SYMBOL, PY_SLOTS, TABLE_SYMBOL, Metadata, abi_layout, decode
 from .module import RuntimeModule
 from .ndarray import NDArray
@@ -79,6 +80,7 @@ def _identity(path: str) -> tuple[int, int, int, int]:
 
 def _dlopen(path: str) -> ctypes.CDLL:
     """Open the library; the OpenMP runtime first when its code needs one."""
+    keep_heap()
     name = path
     ident = _identity(path)
     if _loaded.get(path, ident) != ident:
