@@ -189,8 +189,9 @@ def _row_transfer(user: ir.Operation, view: ir.Value) -> bool:
     if not 1 <= len(sizes) <= rank:
         return False
     minor = ir.AffineMapAttr(user.attributes["permutation_map"]).value == ir.AffineMap.get_minor_identity(rank, len(sizes))
-    return (base == view and minor and all(bounds) and all(d == 1 for d in sizes[:-1])
-            and len(user.operands) == (1 if name == "vector.transfer_read" else 2) + rank + 1)
+    # operands: a read's buffer, indices, padding; a write's value, buffer, indices (a mask after them)
+    unmasked = len(user.operands) == 2 + rank
+    return base == view and minor and all(bounds) and all(d == 1 for d in sizes[:-1]) and unmasked
 
 
 def _dim_of(user: ir.Operation, groups: list[list[int]]) -> int | None:

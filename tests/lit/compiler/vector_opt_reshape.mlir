@@ -28,6 +28,28 @@ func.func @nchw_rows(%y: memref<64x3136xf32>, %out: memref<1x64x56x56xf32>) {
   return
 }
 
+// Rows written through the view (the result of a kernel computed in NCHW into a (F, pixels)
+// buffer) are moved to the source as well.
+// CHECK-LABEL: func.func @nchw_row_writes
+// CHECK-NOT: memref.expand_shape
+// CHECK-NOT: memref.reinterpret_cast
+// CHECK: vector.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}] : memref<64x3136xf32>, vector<56xf32>
+func.func @nchw_row_writes(%x: memref<1x64x56x56xf32>, %y: memref<64x3136xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c56 = arith.constant 56 : index
+  %c64 = arith.constant 64 : index
+  %pad = ub.poison : f32
+  %view = memref.expand_shape %y [[0, 1], [2, 3]] output_shape [1, 64, 56, 56] : memref<64x3136xf32> into memref<1x64x56x56xf32>
+  scf.for %c = %c0 to %c64 step %c1 {
+    scf.for %h = %c0 to %c56 step %c1 {
+      %row = vector.transfer_read %x[%c0, %c, %h, %c0], %pad {in_bounds = [true, true, true, true]} : memref<1x64x56x56xf32>, vector<1x1x1x56xf32>
+      vector.transfer_write %row, %view[%c0, %c, %h, %c0] {in_bounds = [true, true, true, true]} : vector<1x1x1x56xf32>, memref<1x64x56x56xf32>
+    }
+  }
+  return
+}
+
 // A view read otherwise (a column: no row of the source) becomes a reinterpret_cast.
 // CHECK-LABEL: func.func @column
 // CHECK-NOT: memref.collapse_shape
