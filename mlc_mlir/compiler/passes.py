@@ -14,6 +14,7 @@ from .abi import to_memref_abi
 from .partial_writes import guard_partial_writes
 from .driver import lower
 from .unroll_jam import unroll_and_jam
+from .exp_approx import approximate_exp
 from .vector_opt import optimize_vectors
 
 __all__ = ["memref_abi", "lower_to_llvm", "vector_opt", "unroll_jam", "partial_writes"]
@@ -52,6 +53,8 @@ vector_opt = _stage_pass("vector-opt", "the build's vector-opt stage on bufferiz
 unroll_jam = _stage_pass("unroll-jam", "the build's unroll-jam stage on bufferized code (host target): a parallel "
                                        "loop around a reduction with a small accumulator unrolled and jammed, its "
                                        "ops vectorized", unroll_and_jam)
+exp_approx = _stage_pass("exp-approx", "the build's exp-approx stage: math.exp on f32 vectors as a polynomial "
+                                       "(within 2 ulp) instead of one libm call per lane", approximate_exp)
 partial_writes = _stage_pass("partial-writes", "the build's partial-writes stage: vector writes of part of a tensor "
                                                "that upstream bufferization would take for whole ones keep their "
                                                "destination", guard_partial_writes)

@@ -38,7 +38,7 @@ from .guards import reject_unsupported
 from .partial_writes import guard_partial_writes
 from .unroll_jam import unroll_and_jam
 from .kernel_calls import kernel_results_to_outputs
-from .math_approx import approximate_exp
+from .exp_approx import approximate_exp
 from .vector_opt import optimize_vectors
 
 __all__ = ["Stage", "PassStage", "ModuleStage", "GraphStage", "Compilation", "cpu_stages", "codegen_stages",
@@ -134,7 +134,7 @@ def cpu_stages(state: Compilation) -> list[Stage]:
         VECTORS,
         PassStage("control-flow", "convert-scf-to-cf,expand-strided-metadata,lower-affine"),
         PassStage("math-expand", "math-expand-ops"),
-        # exp on vectors as a polynomial (LLVM would call expf per lane; math_approx.py)
+        # exp on vectors as a polynomial (LLVM would call expf per lane; exp_approx.py)
         ModuleStage("exp-approx", approximate_exp),
         PassStage("math", "convert-math-to-llvm,convert-math-to-libm"),
         ModuleStage("fastmath", functools.partial(set_fastmath, fastmath=fastmath)),

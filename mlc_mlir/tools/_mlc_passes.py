@@ -4,6 +4,7 @@ edit)."""
 __all__ = ["PASSES"]
 
 PASSES = {
+    'exp-approx': "the build's exp-approx stage: math.exp on f32 vectors as a polynomial (within 2 ulp) instead of one libm call per lane",
     'fold-batch-norm': 'fold inference batch norms into the constant-weight convolutions before them',
     'fold-constant': 'fold graph ops whose operands are all constants into constants',
     'fuse-dense-add': 'outline matmul + add into primitive functions (course FuseDenseAddPass)',

@@ -1,4 +1,4 @@
-"""The build's ``exp-approx`` stage (compiler/math_approx.py): ``math.exp`` on f32 vectors
+"""The build's ``exp-approx`` stage (compiler/exp_approx.py): ``math.exp`` on f32 vectors
 as a polynomial instead of one libm call per lane; within 2 ulp of exp over the finite
 range, the limits and NaN as libm gives them, and the ops built on it (softmax, tanh-GELU)
 equal torch."""
