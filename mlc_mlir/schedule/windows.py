@@ -34,7 +34,7 @@ from mlir.dialects import tensor
 from .. import te
 from ..ir import Module
 from ..irutil import symbol_ops
-from .conv_gemm import pad_hw_source, rename_blocks, rewrite_named, zero_fill
+from .rewrite_named import constant_fill, pad_hw_source, rename_blocks, rewrite_named, static_shape
 
 __all__ = ["windows_to_taps", "WINDOW_OPS", "MAX_TAPS"]
 
@@ -49,11 +49,6 @@ def windows_to_taps(mod: Module) -> Module:
     """``mod`` with every pooling / depthwise convolution of :data:`WINDOW_OPS` that it can
     take as one all-parallel compute of unrolled taps (a copy; ``mod`` itself when it has none)."""
     return rewrite_named(mod, WINDOW_OPS, _helper, "window-taps")
-
-
-def _static(t: ir.Type) -> list[int | None]:
-    st = ir.RankedTensorType(t)
-    return [None if st.is_dynamic_dim(i) else st.get_dim_size(i) for i in range(st.rank)]
 
 
 def _pair(op: ir.Operation, name: str) -> tuple[int, int]:
@@ -73,18 +68,18 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
     kind = op.name
     window, init = op.operands[1], op.operands[2]
     data, pads, pad_value = pad_hw_source(op.operands[0])
-    fill = zero_fill(init)
+    fill = constant_fill(init)
     if fill is None or not all(_f32(v) for v in (data, init)) or (kind == DEPTHWISE and not _f32(window)):
         return None
     dest, start = fill
-    dshape, wshape = _static(data.type), _static(window.type)
+    dshape, wshape = static_shape(data.type), static_shape(window.type)
     if None in dshape[1:] or None in wshape or len(dshape) != 4:
         return None
     kh, kw = wshape[-2:]
     if kh * kw > MAX_TAPS:
         return None
     (sh, sw), (dh, dw) = _pair(op, "strides"), _pair(op, "dilations")
-    oshape = _static(init.type)
+    oshape = static_shape(init.type)
     a = te.placeholder(tuple("n" if d is None else d for d in dshape), name="data")
     # depthwise: one (C,) slice of the kernel per tap (a read w[c, 1, 2] at constant indices
     # is no projected permutation, which linalg's vectorizer needs)

@@ -1,0 +1,148 @@
+"""Named ops replaced by tensor programs built in te, before the default rules run: the
+machinery the convolution strategy (:mod:`.conv_gemm`) and the window strategy
+(:mod:`.windows`) share.
+
+:func:`rewrite_named` calls a helper per op (it builds a tensor program and names the
+operands to call it with), calls the program in the op's place and inlines it; then only
+canonicalize and CSE run (no elementwise fusion: it would inline all-parallel computes
+such as im2col into their consumers), and the function's blocks are named again. The
+helpers read their op's producers with :func:`constant_fill` (the init) and
+:func:`pad_hw_source` (a ``tensor.pad`` read in place).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mlir import ir
+from mlir.dialects import func
+from mlir.passmanager import PassManager
+
+from ..context import diagnostics_text, mlc_context
+from ..errors import ScheduleError
+from ..ir import Module
+from ..irutil import sym_name, symbol_ops, walk_ops
+from .payload import name_blocks
+
+__all__ = ["Helper", "rewrite_named", "rename_blocks", "constant_fill", "pad_hw_source", "static_shape"]
+
+#: builds the tensor program that replaces one named op: (its operands, a module holding
+#: the program ``name``), or None to leave the op as it is
+Helper = Callable[[ir.Operation, str], "tuple[list[ir.Value], Module] | None"]
+
+
+def rewrite_named(mod: Module, ops: tuple[str, ...], helper: Helper, stage: str) -> Module:
+    """``mod`` with each op named in ``ops`` that ``helper`` takes replaced by the tensor
+    program it builds, inlined (a copy; ``mod`` itself when no function has such ops).
+
+    The program is called in the op's place and inlined; then only canonicalize and CSE
+    run (no elementwise fusion: it would inline all-parallel computes such as im2col into
+    their consumers), and the function's blocks are named again (:func:`name_blocks`)."""
+    with mlc_context():
+        found = symbol_ops(mod.mlir_module, defined=True)
+        texts = {name: op.get_asm(large_elements_limit=None) for name, op in found.items() if walk_ops(op, ops)}
+    if not texts:
+        return mod
+    out = mod.clone()
+    for fname, text in texts.items():
+        rewritten = _rewrite(text, fname, ops, helper, stage)
+        if rewritten is not None:
+            out.update_func(fname, rewritten)
+    return out
+
+
+def _rewrite(text: str, fname: str, names: tuple[str, ...], helper: Helper, stage: str) -> Module | None:
+    work = Module.parse("module {\n" + text + "\n}")
+    with mlc_context():
+        body = work.mlir_module.body
+        fop = symbol_ops(work.mlir_module, defined=True)[fname]
+        helpers = 0
+        for target in walk_ops(fop, names):
+            hname = f"__mlc_{stage.replace('-', '_')}_{helpers}"
+            built = helper(target, hname)
+            if built is None:
+                continue
+            operands, hmod = built  # the module is kept alive while its function is cloned
+            with ir.InsertionPoint(body):
+                new = symbol_ops(hmod.mlir_module, defined=True)[hname].clone()
+            new.attributes["sym_visibility"] = ir.StringAttr.get("private")
+            with ir.InsertionPoint(target), target.location:
+                call = func.CallOp([target.results[0].type], sym_name(new), operands)
+            target.results[0].replace_all_uses_with(call.results[0])
+            target.erase()
+            helpers += 1
+        if not helpers:
+            return None
+        private = fop.attributes["sym_visibility"] if "sym_visibility" in fop.attributes else None
+        if private is not None:
+            del fop.attributes["sym_visibility"]
+    _run_passes(work.mlir_module, "inline,symbol-dce,canonicalize,cse", stage=f"{stage} @{fname}")
+    with mlc_context():
+        fop = symbol_ops(work.mlir_module, defined=True)[fname]
+        name_blocks(fop)
+        if private is not None:
+            fop.attributes["sym_visibility"] = private
+    return work
+
+
+def _run_passes(module: ir.Module, passes: str, *, stage: str) -> None:
+    """Run pipeline ``passes`` on ``module``; ScheduleError naming ``stage`` on failure
+    (``compiler.pipeline.run_pipeline`` does this one layer up, out of this layer's reach)."""
+    with mlc_context():
+        try:
+            PassManager.parse(f"builtin.module({passes})").run(module.operation)
+        except ir.MLIRError as exc:
+            raise ScheduleError(f"{stage}: {passes} failed:\n{diagnostics_text(exc)}") from None
+
+
+def static_shape(t: ir.Type) -> list[int | None]:
+    """The dims of a ranked tensor type, None where dynamic."""
+    st = ir.RankedTensorType(t)
+    return [None if st.is_dynamic_dim(i) else st.get_dim_size(i) for i in range(st.rank)]
+
+
+def _float_constant(value: ir.Value) -> float | None:
+    if isinstance(value.owner, ir.Block) or value.owner.operation.name != "arith.constant":
+        return None
+    attr = value.owner.operation.attributes["value"]
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else None
+
+
+def constant_fill(value: ir.Value) -> tuple[ir.Value, float] | None:
+    """(the destination, the value) when ``value`` is a ``linalg.fill`` of a float
+    constant, else None."""
+    if isinstance(value.owner, ir.Block) or value.owner.operation.name != "linalg.fill":
+        return None
+    fill = value.owner.operation
+    const = _float_constant(fill.operands[0])
+    return None if const is None else (fill.operands[1], const)
+
+
+def pad_hw_source(value: ir.Value) -> tuple[ir.Value, tuple[int, int, int, int], float | None]:
+    """(the source, (top, left, bottom, right), the padding value) when ``value`` is a
+    ``tensor.pad`` of a float constant around H and W only (read in place by the
+    rewritten op), else (``value``, no padding, None)."""
+    none = (value, (0, 0, 0, 0), None)
+    if isinstance(value.owner, ir.Block) or value.owner.operation.name != "tensor.pad":
+        return none
+    pad = value.owner.operation
+    low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
+    high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
+    if len(pad.operands) != 1 or len(low) != 4 or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
+        return none  # dynamic or negative widths (operands beyond the source), or padded N / C
+    body = pad.regions[0].blocks[0]
+    const = _float_constant(body.operations[len(body.operations) - 1].operands[0])
+    if const is None:
+        return none
+    return pad.operands[0], (low[2], low[3], high[2], high[3]), const
+
+
+def rename_blocks(hfunc: ir.Operation, main: str, block: str) -> None:
+    """Blocks of a helper program renamed after the op it replaces: ``main`` becomes
+    ``block``, ``main_<x>`` becomes ``block_<x>``."""
+    for op in walk_ops(hfunc):
+        for attr in ("mlc.block", "mlc.block_init"):
+            if attr in op.attributes:
+                old = ir.StringAttr(op.attributes[attr]).value
+                new = block if old == main else f"{block}_{old.removeprefix(main + '_')}"
+                op.attributes[attr] = ir.StringAttr.get(new)
