@@ -116,7 +116,7 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     jt, jr = sch.split(jb, [None, cols.nr])
     k0, k1, kr, ku = _k_blocks(sch, sm, loops[kd], ext[kd], cols.col_peel)
     outer = [j0, ip] if on_cols else [ip, j0]
-    sch.reorder(*outer, k0, it, jt, k1, ir, kr, jr)
+    sch.reorder(*outer, k0, *[loops[d] for d in _row_dims(info, kind)], it, jt, k1, ir, kr, jr)
     if rows % mr:
         sch.peel(it)
     if cols.col_peel:
@@ -131,6 +131,15 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     if par:
         sch.parallel(outer[0])
     return {info.name}
+
+
+def _row_dims(info: BlockInfo, kind: Contraction) -> list[int]:
+    """The batch dims B does not read: more rows of the gemm (a linear layer on a permuted
+    input, ``(s, b, n) += x[b, s, k] * w[k, n]``), looped inside ``k0`` so that each copied
+    panel of B serves all of them (outermost, the panel was copied and the cores forked once
+    per row block: BERT's input projection at batch 8, 128 x 8 rows, 3.6 -> 1.45 ms on 2 cores)."""
+    b_map = next(m for m in info.maps[:info.n_inputs] if kind.j in m)
+    return [d for d in kind.batch if d not in b_map]
 
 
 def _column_blocks(sm: RuleSampler, info: BlockInfo, kind: Contraction, tgt: Target) -> _Columns:

@@ -195,3 +195,29 @@ def test_large_rule_takes_batches_and_leaves_narrow_or_short_contractions(shape,
     out = np.full((b, m, n), np.nan, np.float32)
     mlc.build(sch.mod, target="llvm -mcpu=haswell")["bmm"](a, bv, out)
     np.testing.assert_allclose(out, np.einsum("ik,bkn->bmn".replace("m", "i"), a, bv), rtol=1e-4, atol=1e-3)
+
+
+def test_large_rule_loops_rows_b_does_not_read_inside_the_panel_copy():
+    """A linear layer on a permuted input, ``(s, b, n) += x[b, s, k] * w[k, n]`` (BERT's
+    input projection on a batch-first input): s is a batch dim of the output that B does not
+    read, so it is more rows of the gemm, looped inside the k block whose panel of B is
+    copied (outermost, the panel was copied and the cores forked once per s); equals NumPy."""
+    s, b, k, n = 24, 8, 256, 512
+    X = te.placeholder((b, s, k), "float32", name="X")
+    W = te.placeholder((k, n), "float32", name="W")
+    r = te.reduce_axis((0, k), "r")
+    Y = te.compute((s, b, n), lambda t, i, j: te.sum(X[i, t, r] * W[r, j], axis=r), name="Y")
+    sch = Schedule(te.create_prim_func([X, W, Y], name="proj"))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
+    text = str(sch.trace)
+    assert "cache_read" in text, text
+    reorder = next(line for line in text.splitlines() if "sch.reorder(" in line)
+    args = reorder.split("(", 1)[1].rstrip(")").split(", ")
+    # j0 (parallel), ip, k0, then s's loop (l1, the first of get_loops), then the tiles
+    assert args[3] == "l1" and args.index("l1") > 1, text
+    assert "sch.parallel(loop=l1)" not in text, text
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((b, s, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    out = np.full((s, b, n), np.nan, np.float32)
+    mlc.build(sch.mod, target="llvm -mcpu=haswell")["proj"](x, w, out)
+    np.testing.assert_allclose(out, x.transpose(1, 0, 2) @ w, rtol=1e-4, atol=1e-3)
