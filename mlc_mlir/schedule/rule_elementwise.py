@@ -14,7 +14,7 @@ from .rule_common import is_plain, largest_divisor, parallel_options
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 
-__all__ = ["PARALLEL_MIN_ELEMENTS", "is_elementwise", "schedule_elementwise", "is_copy", "schedule_copy"]
+__all__ = ["PARALLEL_MIN_ELEMENTS", "is_elementwise", "schedule_elementwise", "is_copy", "is_gather", "schedule_copy"]
 
 #: an elementwise block runs its outer loop in parallel from this many elements
 PARALLEL_MIN_ELEMENTS = 1 << 17
@@ -61,6 +61,15 @@ def is_copy(info: BlockInfo) -> bool:
     reductions = [d for d in range(info.ndims) if info.is_reduction(d)]
     return (bool(reductions) and all(info.extents[d] == 1 for d in reductions)
             and info.ndims > 1 and not info.is_reduction(0))
+
+
+def is_gather(info: BlockInfo) -> bool:
+    """Only spatial dims, an input read through an index that is not a plain dim even with
+    the loops' ranges known (:mod:`.index_maps`: a transpose through a reshape, BERT's
+    ``k`` laid out per head); the output's indices plain dims. Vectorized, its reads would
+    be gathers: it gets :func:`schedule_copy` (the outer loop parallel)."""
+    return (all(it == "parallel" for it in info.iters) and info.ndims > 1 and not is_plain(info)
+            and all(d is not None for d in info.maps[-1]))
 
 
 def schedule_copy(sch: Schedule, fname: str, info: BlockInfo, tgt: Target, sm: RuleSampler) -> None:

@@ -71,11 +71,12 @@ from ..errors import MlcError, ScheduleError
 from ..ir import Module
 from ..target import Target
 from .conv_gemm import convs_to_gemm
+from .index_maps import simplify_index_maps
 from .windows import windows_to_taps
 from .payload import BlockInfo, read_blocks
 from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, MIN_COLUMNS, NC_BLOCK, is_large, schedule_blocked
 from .rule_common import PARALLEL_MIN_FLOPS, contraction_of, register_tile_for, vector_lanes_or_none
-from .rule_elementwise import PARALLEL_MIN_ELEMENTS, is_copy, is_elementwise, schedule_copy, schedule_elementwise
+from .rule_elementwise import PARALLEL_MIN_ELEMENTS, is_copy, is_elementwise, is_gather, schedule_copy, schedule_elementwise
 from .rule_rfactor import lanes_along_k, schedule_rfactor
 from .rule_sampler import Decide, Decision, RuleSampler
 from .rule_small import schedule_small
@@ -226,7 +227,7 @@ def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Targ
         if info.name not in done and is_elementwise(info):
             with sm.block(fname, info.name):
                 schedule_elementwise(sch, fname, info, tgt, sm, lanes[info.name])
-        elif info.name not in done and is_copy(info):
+        elif info.name not in done and (is_copy(info) or is_gather(info)):
             with sm.block(fname, info.name):
                 schedule_copy(sch, fname, info, tgt, sm)
 
@@ -244,10 +245,11 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind, bloc
 
 
 def window_strategies(mod: Module) -> Module:
-    """The strategies for ops the rules cannot tile as they are, applied before the rules:
+    """The rewrites for ops the rules cannot tile as they are, applied before the rules:
+    index maps simplified with the loops' ranges (:func:`.index_maps.simplify_index_maps`),
     named convolutions -> im2col + contraction (:func:`.conv_gemm.convs_to_gemm`), pooling
     and depthwise convolutions -> unrolled taps (:func:`.windows.windows_to_taps`)."""
-    return windows_to_taps(convs_to_gemm(mod))
+    return windows_to_taps(convs_to_gemm(simplify_index_maps(mod)))
 
 
 def graph_default_schedule(mod: Module, target: Target | str | None, opt_level: int) -> Module:

@@ -1,0 +1,108 @@
+"""Index maps simplified with the loops' ranges before the default rules
+(:func:`mlc_mlir.schedule.index_maps.simplify_index_maps`): a fused reshape chain's maps
+become plain dims, an input read in mixed radix becomes an ``expand_shape`` view, what is
+left a gather; each block then gets its rule (vectorized, parallel) and equals NumPy."""
+
+import numpy as np
+import pytest
+import torch
+
+import mlc_mlir as mlc
+from mlc_mlir.schedule import Schedule
+from mlc_mlir.schedule.index_maps import simplify_index_maps
+from mlc_mlir.schedule.rules import apply_rules, default_schedule
+
+
+def generic(in_shape, out_shape, in_map, body="linalg.yield %in : f32", name="k"):
+    """A one-input, all-parallel linalg.generic reading its input through ``in_map``."""
+    nd = len(out_shape)
+    dims = ", ".join(f"d{i}" for i in range(nd))
+    ins, outs = "x".join(map(str, in_shape)), "x".join(map(str, out_shape))
+    par = ", ".join(['"parallel"'] * nd)
+    return mlc.Module.parse(f"""
+#in = affine_map<({dims}) -> ({in_map})>
+#out = affine_map<({dims}) -> ({dims})>
+module {{
+  func.func @{name}(%x: tensor<{ins}xf32>, %y: tensor<{outs}xf32>) -> tensor<{outs}xf32> attributes {{mlc.prim_func}} {{
+    %cst = arith.constant 0.0 : f32
+    %0 = linalg.generic {{indexing_maps = [#in, #out], iterator_types = [{par}]}}
+        ins(%x : tensor<{ins}xf32>) outs(%y : tensor<{outs}xf32>) attrs = {{mlc.block = "blk"}} {{
+    ^bb0(%in: f32, %out: f32):
+      {body}
+    }} -> tensor<{outs}xf32>
+    return %0 : tensor<{outs}xf32>
+  }}
+}}""")
+
+
+def run(mod, x, out_shape, name="k"):
+    y = np.full(out_shape, np.nan, np.float32)
+    mlc.build(default_schedule(mod))[name](x, y)
+    return y
+
+
+def test_reshape_round_trip_becomes_plain_and_gets_the_elementwise_rule():
+    # reshape (1024, 256) -> (8, 128, 256) -> relu -> back, as FuseTIR composes it
+    mod = generic((1024, 256), (1024, 256), "(d0 floordiv 128) * 128 + d0 mod 128, d1",
+                  body="%r = arith.maximumf %in, %cst : f32\n      linalg.yield %r : f32")
+    text = str(simplify_index_maps(mod))
+    assert "floordiv" not in text and " mod " not in text, text
+    sch = Schedule(simplify_index_maps(mod))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
+    assert "sch.vectorize(" in str(sch.trace) and "sch.parallel(" in str(sch.trace), sch.trace
+    x = np.random.default_rng(0).standard_normal((1024, 256), dtype=np.float32)
+    np.testing.assert_array_equal(run(mod, x, (1024, 256)), np.maximum(x, 0))
+
+
+def test_mixed_radix_read_becomes_an_expand_shape_view():
+    # (32, 16, 8) read as (8, 4, 16, 8): x[d0 * 4 + d1, d2, d3]
+    mod = generic((32, 16, 8), (8, 4, 16, 8), "d0 * 4 + d1, d2, d3")
+    text = str(simplify_index_maps(mod))
+    assert "tensor.expand_shape %arg0 [[0, 1], [2], [3]] output_shape [8, 4, 16, 8]" in text, text
+    assert "d0 * 4" not in text, text
+    x = np.random.default_rng(1).standard_normal((32, 16, 8), dtype=np.float32)
+    np.testing.assert_array_equal(run(mod, x, (8, 4, 16, 8)), x.reshape(8, 4, 16, 8))
+
+
+@pytest.mark.parametrize("extent,simplified", [(64, True), (100, False)])
+def test_divisions_fold_only_within_the_ranges(extent, simplified):
+    # (d0 * 64 + d1) split by 256: d0 floordiv 4 and (d0 mod 4) * 64 + d1 when d1 < 64;
+    # with d1 up to 99 the carry reaches the quotient and the map is kept as it is
+    mod = generic((4, 256), (12, extent), "(d0 * 64 + d1) floordiv 256, (d0 * 64 + d1) mod 256",
+                  name="k")
+    out = simplify_index_maps(mod)
+    text = str(out)
+    if simplified:
+        assert "floordiv 256" not in text and "d0 floordiv 4" in text, text
+    else:
+        assert out is mod, text
+    x = np.random.default_rng(2).standard_normal((4, 256), dtype=np.float32)
+    d0, d1 = np.meshgrid(np.arange(12), np.arange(extent), indexing="ij")
+    lin = d0 * 64 + d1
+    ref = x[lin // 256, lin % 256]
+    np.testing.assert_array_equal(run(mod, x, (12, extent)), ref)
+
+
+def test_transpose_through_a_reshape_is_a_gather_run_in_parallel():
+    # BERT's k per head: out[h, e, s] = qkv[s, (h * 64 + e) // 256, (h * 64 + e) % 256]
+    mod = generic((128, 8, 256), (32, 64, 128), "d2, (d0 * 64 + d1) floordiv 256, (d0 * 64 + d1) mod 256")
+    sch = Schedule(simplify_index_maps(mod))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
+    assert "sch.parallel(" in str(sch.trace), sch.trace
+    x = np.random.default_rng(3).standard_normal((128, 8, 256), dtype=np.float32)
+    ref = x.reshape(128, 32, 64).transpose(1, 2, 0)
+    np.testing.assert_array_equal(run(mod, x, (32, 64, 128)), ref)
+
+
+def test_bert_layer_through_simplified_maps_equals_torch():
+    # a batch-first encoder layer's reshape / permute kernels (the maps above) built by the
+    # default rules: the model equals torch
+    from mlc_mlir.testing import models
+    layer = models.seeded(torch.nn.TransformerEncoderLayer(64, 2, 128, batch_first=True)).eval()
+    x = torch.randn(2, 16, 64, generator=torch.Generator().manual_seed(0))
+    mod = mlc.frontend.from_exported_program(torch.export.export(layer, (x,)))
+    ex = mlc.graph.build(mod, "llvm", cache=False)
+    got = mlc.graph.VirtualMachine(ex, mlc.cpu())["main"](x.numpy())
+    with torch.no_grad():
+        ref = layer(x).numpy()
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-4)
