@@ -1,0 +1,56 @@
+# RUN: %PYTHON %s | filecheck %s
+# Index maps simplified with the loops' ranges before the default rules
+# (mlc_mlir/schedule/index_maps.py): a reshape round trip reads at plain dims, a linear
+# index in mixed radix becomes an expand_shape view, a division by a multiple of a dim's
+# stride splits; a carry that reaches the quotient keeps the map as it is.
+import mlc_mlir as mlc
+from mlc_mlir.schedule.index_maps import simplify_index_maps
+from mlc_mlir.testing import run
+
+
+def generic(in_shape, out_shape, in_map):
+    nd = len(out_shape)
+    dims = ", ".join(f"d{i}" for i in range(nd))
+    ins, outs = "x".join(map(str, in_shape)), "x".join(map(str, out_shape))
+    par = ", ".join(['"parallel"'] * nd)
+    return mlc.Module.parse(f"""
+module {{
+  func.func @k(%x: tensor<{ins}xf32>, %y: tensor<{outs}xf32>) -> tensor<{outs}xf32> attributes {{mlc.prim_func}} {{
+    %0 = linalg.generic {{indexing_maps = [affine_map<({dims}) -> ({in_map})>, affine_map<({dims}) -> ({dims})>],
+        iterator_types = [{par}]}} ins(%x : tensor<{ins}xf32>) outs(%y : tensor<{outs}xf32>) {{
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    }} -> tensor<{outs}xf32>
+    return %0 : tensor<{outs}xf32>
+  }}
+}}""")
+
+
+# CHECK-LABEL: TEST: test_round_trip
+# CHECK: #map = affine_map<(d0, d1) -> (d0, d1)>
+# CHECK-NOT: floordiv
+@run
+def test_round_trip():
+    print(simplify_index_maps(generic((1024, 8), (1024, 8), "(d0 floordiv 128) * 128 + d0 mod 128, d1")))
+
+
+# CHECK-LABEL: TEST: test_mixed_radix
+# CHECK: tensor.expand_shape %arg0 {{\[}}[0, 1], [2]] output_shape [8, 4, 16] : tensor<32x16xf32> into tensor<8x4x16xf32>
+# CHECK: linalg.generic {indexing_maps = [#map, #map]
+@run
+def test_mixed_radix():
+    print(simplify_index_maps(generic((32, 16), (8, 4, 16), "d0 * 4 + d1, d2")))
+
+
+# CHECK-LABEL: TEST: test_split_division
+# CHECK: affine_map<(d0, d1) -> (d0 floordiv 4, d1 + (d0 mod 4) * 64)>
+# CHECK-LABEL: TEST: test_carry_kept
+# CHECK: affine_map<(d0, d1) -> ((d0 * 64 + d1) floordiv 256, (d0 * 64 + d1) mod 256)>
+@run
+def test_split_division():
+    print(simplify_index_maps(generic((4, 256), (12, 64), "(d0 * 64 + d1) floordiv 256, (d0 * 64 + d1) mod 256")))
+
+
+@run
+def test_carry_kept():
+    print(simplify_index_maps(generic((4, 256), (12, 100), "(d0 * 64 + d1) floordiv 256, (d0 * 64 + d1) mod 256")))
