@@ -248,9 +248,68 @@ def _simplify(op: ir.Operation) -> bool:
         op.operands[i] = view
         new_maps[i] = ir.AffineMap.get(ndims, 0, results)
         changed = True
+    for i in range(n_inputs):
+        changed |= _collapse_digits(op, i, new_maps, ranges)
     if changed:
         op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps])
     return changed
+
+
+def _digits(ranges: _Ranges, d: int, sizes: list[int]) -> list[_Lin]:
+    """The forms of dim ``d``'s digits in mixed radix ``sizes`` (outermost first)."""
+    dim = _make({("d", d): 1}, 0)
+    out, stride = [], 1
+    for size in reversed(sizes):
+        out.append(ranges.mod(ranges.floordiv(dim, stride), size))
+        stride *= size
+    return out[::-1]
+
+
+def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges: _Ranges) -> bool:
+    """Input ``i`` read at the digits of one dim in consecutive dims (``col[r, p floordiv
+    28, p mod 28]``: a collapse reshape) read through a ``tensor.collapse_shape`` view at
+    that dim; True if viewed."""
+    src = op.operands[i]
+    shape = static_shape(src.type)
+    try:
+        forms = [ranges.form(e) for e in maps[i].results]
+    except _NotLinear:
+        return False
+    groups: list[list[int]] = []
+    results: list[ir.AffineExpr] = []
+    k = 0
+    while k < len(forms):
+        dims = {a[1] for a, _ in forms[k][0] if a[0] == "d"} | {
+            a2[1] for a, _ in forms[k][0] if a[0] != "d" for a2, _ in a[1][0] if a2[0] == "d"}
+        for m in range(len(forms) - k, 1, -1):
+            sizes = shape[k:k + m]
+            d = next(iter(dims)) if len(dims) == 1 else None
+            if (d is not None and None not in sizes and ranges.extents[d] == _product(sizes)
+                    and _digits(ranges, d, sizes) == forms[k:k + m]):
+                groups.append(list(range(k, k + m)))
+                results.append(ir.AffineDimExpr.get(d))
+                k += m
+                break
+        else:
+            groups.append([k])
+            results.append(maps[i].results[k])
+            k += 1
+    if len(groups) == len(forms):
+        return False
+    collapsed = [ir.ShapedType.get_dynamic_size() if shape[g[0]] is None else _product([shape[r] for r in g])
+                 for g in groups]  # (a dynamic dim is a group of its own)
+    view_type = ir.RankedTensorType.get(collapsed, ir.RankedTensorType(src.type).element_type)
+    with ir.InsertionPoint(op), op.location:
+        op.operands[i] = tensor.CollapseShapeOp(view_type, src, groups).result
+    maps[i] = ir.AffineMap.get(maps[i].n_dims, 0, results)
+    return True
+
+
+def _product(sizes: list[int]) -> int:
+    out = 1
+    for size in sizes:
+        out *= size
+    return out
 
 
 def simplify_index_maps(mod: Module) -> Module:

@@ -246,10 +246,11 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind, bloc
 
 def window_strategies(mod: Module) -> Module:
     """The rewrites for ops the rules cannot tile as they are, applied before the rules:
-    index maps simplified with the loops' ranges (:func:`.index_maps.simplify_index_maps`),
     named convolutions -> im2col + contraction (:func:`.conv_gemm.convs_to_gemm`), pooling
-    and depthwise convolutions -> unrolled taps (:func:`.windows.windows_to_taps`)."""
-    return windows_to_taps(convs_to_gemm(simplify_index_maps(mod)))
+    and depthwise convolutions -> unrolled taps (:func:`.windows.windows_to_taps`), then
+    index maps simplified with the loops' ranges (:func:`.index_maps.simplify_index_maps`;
+    the contraction reads the convolution's im2col through a view)."""
+    return simplify_index_maps(windows_to_taps(convs_to_gemm(mod)))
 
 
 def graph_default_schedule(mod: Module, target: Target | str | None, opt_level: int) -> Module:

@@ -163,6 +163,10 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     def im2col(value: Any) -> Any:
         return value if gather else te.sum(value, axis=one)
 
+    if flat and gather:
+        return _rows_gemm(n, f, oh, ow, kh * kw * c, kernel, pad_hw(data, pads, 0.0, named=False),
+                          lambda padded, b, r, i, j: padded[b, r // (kh * kw), i * sh + r // kw % kh * dh,
+                                                             j * sw + r % kw * dw])
     if flat:
         return _flat_gemm(n, f, oh, ow, kh * kw * c, kernel, lambda b, r, p: im2col(tap(b, r // (kh * kw),
                                                                                   r // kw % kh, r % kw, p)))
@@ -175,6 +179,26 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     col = te.compute((n, c, kh, kw, pixels), lambda b, ch, ky, kx, p: im2col(tap(b, ch, ky, kx, p)), name="im2col")
     y = te.compute((n, f, pixels), lambda b, o, p: te.sum(kernel[o, rc, ry, rx] * col[b, rc, ry, rx, p],
                                                           axis=[rc, ry, rx]), name="conv2d_gemm")
+    return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, i * ow + j], name="conv2d")
+
+
+def _rows_gemm(n: Any, f: int, oh: int, ow: int, k: int, kernel: Any, padded: Any, tap: Any) -> Any:
+    """:func:`conv2d_gemm` with a flattened kernel and ``gather=True``: the input padded
+    once (a compute of its own), then im2col ``(K, OH, OW)`` (per image) reading it at
+    affine indices, no condition: along an output row a stride-1 tap reads consecutive
+    pixels, a row copy rather than a gather per element (the clamped reads of the padding
+    read in place were gathers). The contraction reads im2col at ``[rk, p // OW, p % OW]``,
+    which the default schedule views as ``(K, OH * OW)`` (:mod:`mlc_mlir.schedule.index_maps`)."""
+    pixels = oh * ow
+    rk = te.reduce_axis((0, k), "rk")
+    if isinstance(n, int) and n == 1:
+        col = te.compute((k, oh, ow), lambda r, i, j: tap(padded, 0, r, i, j), name="im2col")
+        y = te.compute((f, pixels), lambda o, p: te.sum(kernel[o, rk] * col[rk, p // ow, p % ow], axis=rk),
+                       name="conv2d_gemm")
+        return te.compute((n, f, oh, ow), lambda b, o, i, j: y[o, i * ow + j], name="conv2d")
+    col = te.compute((n, k, oh, ow), lambda b, r, i, j: tap(padded, b, r, i, j), name="im2col")
+    y = te.compute((n, f, pixels), lambda b, o, p: te.sum(kernel[o, rk] * col[b, rk, p // ow, p % ow], axis=rk),
+                   name="conv2d_gemm")
     return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, i * ow + j], name="conv2d")
 
 

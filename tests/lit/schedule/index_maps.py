@@ -54,3 +54,11 @@ def test_split_division():
 @run
 def test_carry_kept():
     print(simplify_index_maps(generic((4, 256), (12, 100), "(d0 * 64 + d1) floordiv 256, (d0 * 64 + d1) mod 256")))
+
+
+# CHECK-LABEL: TEST: test_digits_collapse
+# CHECK: #map = affine_map<(d0, d1) -> (d0, d1)>
+# CHECK: tensor.collapse_shape %arg0 {{\[}}[0], [1, 2]] : tensor<16x4x7xf32> into tensor<16x28xf32>
+@run
+def test_digits_collapse():
+    print(simplify_index_maps(generic((16, 4, 7), (16, 28), "d0, d1 floordiv 7, d1 mod 7")))
