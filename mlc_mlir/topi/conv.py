@@ -105,7 +105,8 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     ``tensor.extract`` (its row index clamped): the default rules vectorize it as gathers
     (0.18 ms against 0.94 ms for the layer above), but elementwise fusion would inline it
     into the contraction, so it is for programs that are not fused afterwards (the default
-    schedule's convolution strategy).
+    schedule's convolution strategy). With a flattened kernel, ``gather=True`` pads the
+    input once instead and reads it at affine indices (:func:`_rows_gemm`).
 
     A ``kernel`` of rank 2, ``(F, C * KH * KW)`` (the OIHW kernel's rows flattened, as
     ``tensor.collapse_shape`` views it), with ``kernel_size=(KH, KW)``: im2col is
