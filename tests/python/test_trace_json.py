@@ -118,3 +118,71 @@ def test_every_recorded_kind_is_registered():
     for path in Path(pkg.__file__).parent.glob("*.py"):
         recorded |= set(re.findall(r'_record\(\s*"([a-z_]+)"', path.read_text()))
     assert recorded and recorded <= set(INSTRUCTION_KINDS), sorted(recorded - set(INSTRUCTION_KINDS))
+
+
+def _two_matmuls():
+    import mlc_mlir as mlc
+    from mlc_mlir.testing.programs import matmul_text
+    return mlc.Module.parse(matmul_text(name="f") + matmul_text(name="g"))
+
+
+def _run_two(mod):
+    import numpy as np
+
+    import mlc_mlir as mlc
+    from mlc_mlir.testing.programs import N, inputs
+    a, b = inputs()
+    rt = mlc.build(mod)
+    for func in ("f", "g"):
+        out = np.zeros((N, N), np.float32)
+        rt[func](a, b, out)
+        np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_failing_primitive_restores_its_function_and_keeps_the_others():
+    # each primitive saves only the functions it resolves: a primitive refused on @g leaves
+    # @g as it was and @f's schedule as it is; both keep scheduling afterwards
+    sch = Schedule(_two_matmuls())
+    fi, fj, fk = sch.get_loops(sch.get_block("C", "f"))
+    sch.split(fj, factors=[None, 4])
+    gi, gj, gk = sch.get_loops(sch.get_block("C", "g"))
+    sch.split(gi, factors=[None, 8])
+    with pytest.raises(ScheduleError):
+        sch.parallel(sch.get_loops(sch.get_block("C", "g"))[-1])  # g's k: a reduction
+    assert len(sch.get_loops(sch.get_block("C", "g"))) == 4 and len(sch.get_loops(sch.get_block("C", "f"))) == 4
+    sch.split(sch.get_loops(sch.get_block("C", "f"))[0], factors=[None, 2])
+    text = str(sch.mod)
+    assert "step %c4" in text and "step %c8" in text and "step %c2" in text, text
+    _run_two(sch.mod)
+
+
+def test_a_failing_script_restores_every_function_to_before_its_primitive(monkeypatch):
+    # the script rejected at a later apply: the state goes back to before the failing
+    # primitive in every function (here @g's split after it is dropped too)
+    from mlc_mlir.schedule import schedule as schedule_module
+
+    real = schedule_module.run_transform
+
+    def picky(payload, tmod, **kw):
+        if "transform.loop.unroll" in str(tmod):
+            raise ScheduleError("schedule: the transform script failed:\nunroll refused")
+        return real(payload, tmod, **kw)
+
+    monkeypatch.setattr(schedule_module, "run_transform", picky)
+    sch = Schedule(_two_matmuls())
+    gi, gj, gk = sch.get_loops(sch.get_block("C", "g"))
+    sch.split(gj, factors=[None, 8])
+    fi, fj, fk = sch.get_loops(sch.get_block("C", "f"))
+    f0, f1 = sch.split(fj, factors=[None, 4])
+    sch.reorder(fi, f0, fk, f1)
+    sch.unroll(f1)
+    gi2, gj0, gj1, gk2 = sch.get_loops(sch.get_block("C", "g"))
+    sch.split(gi2, factors=[None, 2])
+    with pytest.raises(ScheduleError, match="rolled back"):
+        sch.mod
+    assert [inst.kind for inst in sch.trace.instructions][-1] == "reorder"
+    assert len(sch.get_loops(sch.get_block("C", "g"))) == 4  # g: i, j0, j1, k (its later split dropped)
+    sch.split(sch.get_loops(sch.get_block("C", "g"))[0], factors=[None, 2])
+    text = str(sch.mod)
+    assert "step %c4" in text and "step %c8" in text and "step %c2" in text, text
+    _run_two(sch.mod)
