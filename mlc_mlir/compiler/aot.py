@@ -59,10 +59,11 @@ log = logging.getLogger(__name__)
 #: the files of a library directory
 LIBRARY, CODE, SOURCE = "lib.so", "code.mlir", "source.mlir"
 #: without a compile cache, modules with more code than this (LLVM dialect text, characters)
-#: are compiled into a library rather than by the JIT: ResNet-18 (224, 14 MB) 12 s -> 5-6.5 s,
-#: MobileNet-v2 (64, 16 MB) 10 s -> 6 s; below, the JIT is faster (ResNet-18 at width 16
-#: and 64x64, 6 MB: 2.7 s against 3.1 s; a GPT-2 block, 1 MB: 1.0 s against 1.4 s)
-AOT_MIN_CODE = 10_000_000
+#: are compiled into a library (kernels in parallel) rather than by the JIT: ResNet-18 (224,
+#: 4.4 MB since its convolutions have row-copy im2cols) built in 21.2 s by the JIT, 14.1 s
+#: this way; MobileNet-v2 (224, 3.4 MB) 15.5 -> 10.8 s; a BERT layer (d 768, 2.5 MB) 5.6
+#: -> 5.3 s; a GPT-2 block (1.3 MB) the same either way (3.7-4.3 s; 2 cores)
+AOT_MIN_CODE = 2_000_000
 #: functions per llvm-split part: more parts than cores balance uneven kernels
 _PARTS_PER_JOB = 3
 #: and at least this much code (LLVM dialect text) per part: a small module is one part
