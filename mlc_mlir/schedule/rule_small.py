@@ -7,7 +7,7 @@ A contraction that is not large (:mod:`.rule_blocked`) nor read along k by every
 or of column tiles per core, the elementwise consumers computed on the tile.
 
 Decisions (``<block>.<name>`` in the trace): ``parallel``, ``peel_cols``, ``cols``,
-``split_cores``, ``rows``, ``epilogue_at`` (see :func:`.rules.apply_rules`).
+``split_cores``, ``rows``, ``k_block``, ``epilogue_at`` (see :func:`.rules.apply_rules`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,17 @@ from dataclasses import dataclass, field
 
 from ..target import Target
 from .payload import BlockInfo
-from .rule_common import (PARALLEL_MIN_FLOPS, Contraction, column_tile, epilogue_chain, fuse_epilogue, macs,
-                          parallel_options, register_rows, register_tile_for, sample_rows)
+from .rule_common import (PARALLEL_MIN_FLOPS, Contraction, column_tile, divisors, epilogue_chain, fuse_epilogue,
+                          macs, parallel_options, register_rows, register_tile_for, sample_rows)
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 from .trace import LoopRV
 
-__all__ = ["schedule_small"]
+__all__ = ["schedule_small", "K_PANEL_BYTES"]
+
+#: a contraction whose panel of B (K x N) is larger than this gets k in blocks outside its
+#: register tiles (decision ``k_block``, :func:`_k_block`)
+K_PANEL_BYTES = 1 << 20
 
 
 @dataclass
@@ -60,7 +64,12 @@ def schedule_small(sch: Schedule, fname: str, info: BlockInfo, kind: Contraction
     if kind.i is not None:
         _split_rows(sch, sm, nest, kind, tgt, par, mr_cap, ei)
     by_dim = nest.by_dim
-    sch.reorder(*[by_dim[d] for d in kind.batch], *nest.outer, *[by_dim[d] for d in kind.reduce], *nest.inner)
+    chain = epilogue_chain(info, blocks, scheduled) if None not in ext else []
+    k_outer = _k_block(sch, sm, nest, info, kind, chain)
+    if k_outer is not None:  # the row block per core, then k's blocks, then the tiles
+        sch.reorder(nest.outer[0], k_outer, *nest.outer[1:], by_dim[kind.reduce[0]], *nest.inner)
+    else:
+        sch.reorder(*[by_dim[d] for d in kind.batch], *nest.outer, *[by_dim[d] for d in kind.reduce], *nest.inner)
     if nest.peel is not None:
         sch.peel(nest.peel)
     if nest.col_peel:
@@ -74,11 +83,10 @@ def schedule_small(sch: Schedule, fname: str, info: BlockInfo, kind: Contraction
     # the row panel (i0)
     on_panel = kind.i is not None and nest.rows_left is not None and bool(int(sm.choose("epilogue_at", [0, 1], 0)))
     if None not in ext:
-        chain = epilogue_chain(info, blocks, scheduled)
         done |= fuse_epilogue(sch, fname, chain, nest.outer[-2] if on_panel else nest.j0,
                               cols=nest.panel_cols if on_panel else nest.nr, unroll_rows=nest.mr > 1)
     if info.has_init and None not in ext:  # (a symbolic extent's init tile does not vectorize)
-        sch.decompose_reduction(block, by_dim[kind.reduce[0]])
+        sch.decompose_reduction(block, k_outer if k_outer is not None else by_dim[kind.reduce[0]])
     if par:  # (a peeled loop stays serial: then the next one out runs in parallel)
         top = next((lp for lp in [by_dim[d] for d in kind.batch] + nest.outer
                     if lp is not nest.peel and not (nest.col_peel and lp is nest.j0)), None)
@@ -106,6 +114,31 @@ def _split_columns(sch: Schedule, sm: RuleSampler, nest: _Nest, info: BlockInfo,
     else:
         (nest.j0, nest.j1), nest.nr = sm.split("cols", nest.by_dim[kind.j], ej, column_tile(ej, nr_cap, lanes),
                                                nr_cap)
+
+
+def _k_block(sch: Schedule, sm: RuleSampler, nest: _Nest, info: BlockInfo, kind: Contraction,
+             chain: list[BlockInfo]) -> LoopRV | None:
+    """k in blocks outside the tiles (decision ``k_block``, 0: none) when the panel of B
+    the tiles stream, K x N, exceeds :data:`K_PANEL_BYTES` and a core has its block of rows:
+    each tile's row of A then stays in L1 for a block of k (ResNet-18's 256 x 2304 x 196
+    contraction of its 3x3 convolutions at 256 channels: 1.80 -> 1.27 ms with blocks of
+    512 on 2 cores; 256 x 1152 x 196 and 512 x 4608 x 49, panels under 1 MiB, gain
+    nothing). Not with a fused epilogue (it would run on a partial sum). Returns k's outer
+    loop (the block's inner loop is ``by_dim[k]`` now), or None."""
+    ext = info.extents
+    if len(kind.reduce) != 1 or chain or None in ext or len(nest.outer) != 3 or kind.batch:
+        return None
+    kd = kind.reduce[0]
+    digits = "".join(ch for ch in info.element_type if ch.isdigit())
+    panel = ext[kd] * ext[kind.j] * (int(digits) // 8 if digits else 4)
+    options = [d for d in divisors(ext[kd], 1024) if d >= 256 and d < ext[kd]]
+    if panel <= K_PANEL_BYTES or not options:
+        return None
+    kc = int(sm.choose("k_block", [0, *options], max(d for d in options if d <= max(512, options[0]))))
+    if not kc:
+        return None
+    k0, nest.by_dim[kd] = sch.split(nest.by_dim[kd], [None, kc])
+    return k0
 
 
 def _split_rows(sch: Schedule, sm: RuleSampler, nest: _Nest, kind: Contraction, tgt: Target, par: bool,

@@ -221,3 +221,31 @@ def test_large_rule_loops_rows_b_does_not_read_inside_the_panel_copy():
     out = np.full((s, b, n), np.nan, np.float32)
     mlc.build(sch.mod, target="llvm -mcpu=haswell")["proj"](x, w, out)
     np.testing.assert_allclose(out, x.transpose(1, 0, 2) @ w, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_register_tile_rule_blocks_k_for_a_large_panel_of_b(relu):
+    """256 x 2304 x 196 (ResNet-18's 3x3 convolutions at 256 channels as gemms): B's panel
+    (2304 x 196 floats) is over K_PANEL_BYTES, so k runs in blocks outside the register
+    tiles (decision ``k_block``), the init before them; with a fused ReLU (which must see the
+    whole sum) it does not; each equals NumPy, and so does a random draw of the decisions."""
+    m, k, n = 256, 2304, 196
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), "r")
+    Y = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="Y")
+    outs = [te.compute((m, n), lambda i, j: te.max(Y[i, j], 0.0), name="C")] if relu else [Y]
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    ref = np.maximum(a @ b, 0) if relu else a @ b
+    pick = random.Random(11)
+    for decide in (None, lambda decision: pick.randrange(len(decision.options))):
+        sch = Schedule(te.create_prim_func([A, B, *outs], name="mm"))
+        apply_rules(sch, "llvm -mcpu=haswell -num-cores=2", decide=decide)
+        text = str(sch.trace)
+        assert "cache_read" not in text, text  # the register-tile rule (196 columns)
+        if decide is None:
+            assert ('label="Y.k_block"' in text or "factors=[None, 384])" in text) != relu, text
+        out = np.full((m, n), np.nan, np.float32)
+        mlc.build(sch.mod, target="llvm -mcpu=haswell")["mm"](a, b, out)
+        np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-2, err_msg=text)
