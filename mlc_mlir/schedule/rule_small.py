@@ -66,8 +66,10 @@ def schedule_small(sch: Schedule, fname: str, info: BlockInfo, kind: Contraction
     by_dim = nest.by_dim
     chain = epilogue_chain(info, blocks, scheduled) if None not in ext else []
     k_outer = _k_block(sch, sm, nest, info, kind, chain)
-    if k_outer is not None:  # the row block per core, then k's blocks, then the tiles
-        sch.reorder(nest.outer[0], k_outer, *nest.outer[1:], by_dim[kind.reduce[0]], *nest.inner)
+    if k_outer is not None:  # the batch or the row block per core, then k's blocks, then the tiles
+        lead = [by_dim[d] for d in kind.batch] or nest.outer[:len(nest.outer) - 2]
+        sch.reorder(*lead, k_outer, *nest.outer[len(nest.outer) - 2 if not kind.batch else 0:],
+                    by_dim[kind.reduce[0]], *nest.inner)
     else:
         sch.reorder(*[by_dim[d] for d in kind.batch], *nest.outer, *[by_dim[d] for d in kind.reduce], *nest.inner)
     if nest.peel is not None:
@@ -119,14 +121,14 @@ def _split_columns(sch: Schedule, sm: RuleSampler, nest: _Nest, info: BlockInfo,
 def _k_block(sch: Schedule, sm: RuleSampler, nest: _Nest, info: BlockInfo, kind: Contraction,
              chain: list[BlockInfo]) -> LoopRV | None:
     """k in blocks outside the tiles (decision ``k_block``, 0: none) when the panel of B
-    the tiles stream, K x N, exceeds :data:`K_PANEL_BYTES` and a core has its block of rows:
-    each tile's row of A then stays in L1 for a block of k (ResNet-18's 256 x 2304 x 196
+    the tiles stream, K x N, exceeds :data:`K_PANEL_BYTES` (k's blocks inside the batch dims
+    and the cores' row blocks): each tile's row of A then stays in L1 for a block of k (ResNet-18's 256 x 2304 x 196
     contraction of its 3x3 convolutions at 256 channels: 1.80 -> 1.27 ms with blocks of
     512 on 2 cores; 256 x 1152 x 196 and 512 x 4608 x 49, panels under 1 MiB, gain
     nothing). Not with a fused epilogue (it would run on a partial sum). Returns k's outer
     loop (the block's inner loop is ``by_dim[k]`` now), or None."""
     ext = info.extents
-    if len(kind.reduce) != 1 or chain or None in ext or len(nest.outer) != 3 or kind.batch:
+    if len(kind.reduce) != 1 or chain or None in ext or kind.i is None:
         return None
     kd = kind.reduce[0]
     digits = "".join(ch for ch in info.element_type if ch.isdigit())

@@ -249,3 +249,24 @@ def test_register_tile_rule_blocks_k_for_a_large_panel_of_b(relu):
         out = np.full((m, n), np.nan, np.float32)
         mlc.build(sch.mod, target="llvm -mcpu=haswell")["mm"](a, b, out)
         np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-2, err_msg=text)
+
+
+def test_register_tile_rule_blocks_k_inside_the_batch_dims():
+    """A batch of such contractions (a convolution's per-image gemms at batch > 1): k's
+    blocks inside the batch loop that the cores share; equals NumPy."""
+    b, m, k, n = 2, 64, 2304, 196
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((b, k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), "r")
+    Y = te.compute((b, m, n), lambda t, i, j: te.sum(A[i, r] * B[t, r, j], axis=r), name="Y")
+    sch = Schedule(te.create_prim_func([A, B, Y], name="bmm"))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
+    text = str(sch.trace)
+    assert "factors=[None, 384])" in text and "sch.parallel(loop=l1)" in text, text  # k by 384; the batch parallel
+    reorder = next(line for line in text.splitlines() if "sch.reorder(" in line)
+    assert reorder.split("(", 1)[1].split(", ")[0] == "l1", text  # the batch loop first, then k's blocks
+    rng = np.random.default_rng(9)
+    a, bv = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((b, k, n), dtype=np.float32)
+    out = np.full((b, m, n), np.nan, np.float32)
+    mlc.build(sch.mod, target="llvm -mcpu=haswell")["bmm"](a, bv, out)
+    np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-3, atol=1e-2)
