@@ -7,7 +7,7 @@ import numpy as np
 import mlc_mlir as mlc
 from mlc_mlir import te
 
-__all__ = ["N", "mm_relu_text", "matmul_text", "dyn_add_text", "mm_relu", "matmul", "linear", "inputs",
+__all__ = ["N", "gather_generic", "mm_relu_text", "matmul_text", "dyn_add_text", "mm_relu", "matmul", "linear", "inputs",
            "build_and_run", "loop_names"]
 
 N = 128
@@ -65,6 +65,29 @@ func.func @add_one(%A: {t} {{mlc.name = "A", mlc.shape = ["n", 64]}},
   return %c : {t}
 }}
 """
+
+
+def gather_generic(in_shape: tuple, out_shape: tuple, in_map: str, *, name: str = "k",
+                   body: str = "linalg.yield %in : f32") -> mlc.Module:
+    """A tensor program of one all-parallel ``linalg.generic`` (block ``blk``) reading its
+    f32 input through the affine map results ``in_map`` (``"d0 * 4 + d1, d2"``) into an
+    output indexed plainly; ``body`` may use ``%in`` and ``%cst`` (0.0)."""
+    nd = len(out_shape)
+    dims = ", ".join(f"d{i}" for i in range(nd))
+    ins, outs = "x".join(map(str, in_shape)), "x".join(map(str, out_shape))
+    par = ", ".join(['"parallel"'] * nd)
+    return mlc.Module.parse(f"""
+module {{
+  func.func @{name}(%x: tensor<{ins}xf32>, %y: tensor<{outs}xf32>) -> tensor<{outs}xf32> attributes {{mlc.prim_func}} {{
+    %cst = arith.constant 0.0 : f32
+    %0 = linalg.generic {{indexing_maps = [affine_map<({dims}) -> ({in_map})>, affine_map<({dims}) -> ({dims})>],
+        iterator_types = [{par}]}} ins(%x : tensor<{ins}xf32>) outs(%y : tensor<{outs}xf32>) attrs = {{mlc.block = "blk"}} {{
+    ^bb0(%in: f32, %out: f32):
+      {body}
+    }} -> tensor<{outs}xf32>
+    return %0 : tensor<{outs}xf32>
+  }}
+}}""")
 
 
 def mm_relu(n: int = N) -> mlc.Module:

@@ -11,28 +11,7 @@ import mlc_mlir as mlc
 from mlc_mlir.schedule import Schedule
 from mlc_mlir.schedule.index_maps import simplify_index_maps
 from mlc_mlir.schedule.rules import apply_rules, default_schedule
-
-
-def generic(in_shape, out_shape, in_map, body="linalg.yield %in : f32", name="k"):
-    """A one-input, all-parallel linalg.generic reading its input through ``in_map``."""
-    nd = len(out_shape)
-    dims = ", ".join(f"d{i}" for i in range(nd))
-    ins, outs = "x".join(map(str, in_shape)), "x".join(map(str, out_shape))
-    par = ", ".join(['"parallel"'] * nd)
-    return mlc.Module.parse(f"""
-#in = affine_map<({dims}) -> ({in_map})>
-#out = affine_map<({dims}) -> ({dims})>
-module {{
-  func.func @{name}(%x: tensor<{ins}xf32>, %y: tensor<{outs}xf32>) -> tensor<{outs}xf32> attributes {{mlc.prim_func}} {{
-    %cst = arith.constant 0.0 : f32
-    %0 = linalg.generic {{indexing_maps = [#in, #out], iterator_types = [{par}]}}
-        ins(%x : tensor<{ins}xf32>) outs(%y : tensor<{outs}xf32>) attrs = {{mlc.block = "blk"}} {{
-    ^bb0(%in: f32, %out: f32):
-      {body}
-    }} -> tensor<{outs}xf32>
-    return %0 : tensor<{outs}xf32>
-  }}
-}}""")
+from mlc_mlir.testing.programs import gather_generic as generic
 
 
 def run(mod, x, out_shape, name="k"):

@@ -176,6 +176,15 @@ def test_large_matmul_without_the_column_peel():
     assert "%c996 step %c12" in ir_text  # 83 full tiles of 12 rows
 
 
+def batched_mm(b, m, k, n):
+    """``bmm``: ``Y[t] = A @ B[t]`` for a batch of ``b`` B matrices (A shared)."""
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((b, k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), "r")
+    Y = te.compute((b, m, n), lambda t, i, j: te.sum(A[i, r] * B[t, r, j], axis=r), name="Y")
+    return te.create_prim_func([A, B, Y], name="bmm")
+
+
 @pytest.mark.parametrize("shape,large", [((2, 32, 256, 1024), True),    # a batch of gemms: blocked per item
                                          ((1, 64, 4608, 49), False),    # 49 columns: the register-tile rule
                                          ((1, 64, 100, 4096), False)])  # k of 100: the register-tile rule
@@ -183,11 +192,7 @@ def test_large_rule_takes_batches_and_leaves_narrow_or_short_contractions(shape,
     """The large-contraction rule from K_BLOCK of reduction and MIN_COLUMNS columns, batch
     dims included (a convolution's per-image gemms at batch 8); each schedule equals NumPy."""
     b, m, k, n = shape
-    A = te.placeholder((m, k), "float32", name="A")
-    B = te.placeholder((b, k, n), "float32", name="B")
-    r = te.reduce_axis((0, k), "r")
-    Y = te.compute((b, m, n), lambda t, i, j: te.sum(A[i, r] * B[t, r, j], axis=r), name="Y")
-    sch = Schedule(te.create_prim_func([A, B, Y], name="bmm"))
+    sch = Schedule(batched_mm(b, m, k, n))
     apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
     assert ("cache_read" in str(sch.trace)) == large, str(sch.trace)  # the B panel copy: the blocked rule
     rng = np.random.default_rng(3)
@@ -255,11 +260,7 @@ def test_register_tile_rule_blocks_k_inside_the_batch_dims():
     """A batch of such contractions (a convolution's per-image gemms at batch > 1): k's
     blocks inside the batch loop that the cores share; equals NumPy."""
     b, m, k, n = 2, 64, 2304, 196
-    A = te.placeholder((m, k), "float32", name="A")
-    B = te.placeholder((b, k, n), "float32", name="B")
-    r = te.reduce_axis((0, k), "r")
-    Y = te.compute((b, m, n), lambda t, i, j: te.sum(A[i, r] * B[t, r, j], axis=r), name="Y")
-    sch = Schedule(te.create_prim_func([A, B, Y], name="bmm"))
+    sch = Schedule(batched_mm(b, m, k, n))
     apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
     text = str(sch.trace)
     assert "factors=[None, 384])" in text and "sch.parallel(loop=l1)" in text, text  # k by 384; the batch parallel

@@ -3,27 +3,9 @@
 # (mlc_mlir/schedule/index_maps.py): a reshape round trip reads at plain dims, a linear
 # index in mixed radix becomes an expand_shape view, a division by a multiple of a dim's
 # stride splits; a carry that reaches the quotient keeps the map as it is.
-import mlc_mlir as mlc
 from mlc_mlir.schedule.index_maps import simplify_index_maps
 from mlc_mlir.testing import run
-
-
-def generic(in_shape, out_shape, in_map):
-    nd = len(out_shape)
-    dims = ", ".join(f"d{i}" for i in range(nd))
-    ins, outs = "x".join(map(str, in_shape)), "x".join(map(str, out_shape))
-    par = ", ".join(['"parallel"'] * nd)
-    return mlc.Module.parse(f"""
-module {{
-  func.func @k(%x: tensor<{ins}xf32>, %y: tensor<{outs}xf32>) -> tensor<{outs}xf32> attributes {{mlc.prim_func}} {{
-    %0 = linalg.generic {{indexing_maps = [affine_map<({dims}) -> ({in_map})>, affine_map<({dims}) -> ({dims})>],
-        iterator_types = [{par}]}} ins(%x : tensor<{ins}xf32>) outs(%y : tensor<{outs}xf32>) {{
-    ^bb0(%in: f32, %out: f32):
-      linalg.yield %in : f32
-    }} -> tensor<{outs}xf32>
-    return %0 : tensor<{outs}xf32>
-  }}
-}}""")
+from mlc_mlir.testing.programs import gather_generic as generic
 
 
 # CHECK-LABEL: TEST: test_round_trip
