@@ -20,6 +20,7 @@ runs its outer loop in parallel.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 from mlir import ir
@@ -284,7 +285,7 @@ def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges:
         for m in range(len(forms) - k, 1, -1):
             sizes = shape[k:k + m]
             d = next(iter(dims)) if len(dims) == 1 else None
-            if (d is not None and None not in sizes and ranges.extents[d] == _product(sizes)
+            if (d is not None and None not in sizes and ranges.extents[d] == math.prod(sizes)
                     and _digits(ranges, d, sizes) == forms[k:k + m]):
                 groups.append(list(range(k, k + m)))
                 results.append(ir.AffineDimExpr.get(d))
@@ -296,20 +297,13 @@ def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges:
             k += 1
     if len(groups) == len(forms):
         return False
-    collapsed = [ir.ShapedType.get_dynamic_size() if shape[g[0]] is None else _product([shape[r] for r in g])
+    collapsed = [ir.ShapedType.get_dynamic_size() if shape[g[0]] is None else math.prod([shape[r] for r in g])
                  for g in groups]  # (a dynamic dim is a group of its own)
     view_type = ir.RankedTensorType.get(collapsed, ir.RankedTensorType(src.type).element_type)
     with ir.InsertionPoint(op), op.location:
         op.operands[i] = tensor.CollapseShapeOp(view_type, src, groups).result
     maps[i] = ir.AffineMap.get(maps[i].n_dims, 0, results)
     return True
-
-
-def _product(sizes: list[int]) -> int:
-    out = 1
-    for size in sizes:
-        out *= size
-    return out
 
 
 def simplify_index_maps(mod: Module) -> Module:

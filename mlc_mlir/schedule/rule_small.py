@@ -65,7 +65,7 @@ def schedule_small(sch: Schedule, fname: str, info: BlockInfo, kind: Contraction
         _split_rows(sch, sm, nest, kind, tgt, par, mr_cap, ei)
     by_dim = nest.by_dim
     chain = epilogue_chain(info, blocks, scheduled) if None not in ext else []
-    k_outer = _k_block(sch, sm, nest, info, kind, chain)
+    k_outer = _k_block(sch, sm, nest, info, kind, tgt, chain)
     if k_outer is not None:  # the batch or the row block per core, then k's blocks, then the tiles
         lead = [by_dim[d] for d in kind.batch] or nest.outer[:len(nest.outer) - 2]
         sch.reorder(*lead, k_outer, *nest.outer[len(nest.outer) - 2 if not kind.batch else 0:],
@@ -118,7 +118,7 @@ def _split_columns(sch: Schedule, sm: RuleSampler, nest: _Nest, info: BlockInfo,
                                                nr_cap)
 
 
-def _k_block(sch: Schedule, sm: RuleSampler, nest: _Nest, info: BlockInfo, kind: Contraction,
+def _k_block(sch: Schedule, sm: RuleSampler, nest: _Nest, info: BlockInfo, kind: Contraction, tgt: Target,
              chain: list[BlockInfo]) -> LoopRV | None:
     """k in blocks outside the tiles (decision ``k_block``, 0: none) when the panel of B
     the tiles stream, K x N, exceeds :data:`K_PANEL_BYTES` (k's blocks inside the batch dims
@@ -131,8 +131,7 @@ def _k_block(sch: Schedule, sm: RuleSampler, nest: _Nest, info: BlockInfo, kind:
     if len(kind.reduce) != 1 or chain or None in ext or kind.i is None:
         return None
     kd = kind.reduce[0]
-    digits = "".join(ch for ch in info.element_type if ch.isdigit())
-    panel = ext[kd] * ext[kind.j] * (int(digits) // 8 if digits else 4)
+    panel = ext[kd] * ext[kind.j] * (tgt.vector_bits // tgt.vector_lanes(info.element_type) // 8)
     options = [d for d in divisors(ext[kd], 1024) if d >= 256 and d < ext[kd]]
     if panel <= K_PANEL_BYTES or not options:
         return None

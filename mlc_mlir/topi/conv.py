@@ -105,12 +105,12 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     ``tensor.extract`` (its row index clamped): the default rules vectorize it as gathers
     (0.18 ms against 0.94 ms for the layer above), but elementwise fusion would inline it
     into the contraction, so it is for programs that are not fused afterwards (the default
-    schedule's convolution strategy). With a flattened kernel, ``gather=True`` pads the
-    input once instead and reads it at affine indices (:func:`_rows_gemm`).
+    schedule's convolution strategy). With a flattened kernel, the input is padded once
+    and read at affine indices either way (:func:`_rows_gemm`).
 
     A ``kernel`` of rank 2, ``(F, C * KH * KW)`` (the OIHW kernel's rows flattened, as
     ``tensor.collapse_shape`` views it), with ``kernel_size=(KH, KW)``: im2col is
-    ``col[c * KH * KW + ky * KW + kx, p]`` and the contraction has one reduction dim, a
+    ``col[c * KH * KW + ky * KW + kx, i, j]`` and the contraction has one reduction dim, a
     plain ``(F, K) x (K, P)`` matmul (per image) that the large-contraction rule blocks
     for the cache. With three reduction dims (the rank-4 kernel) the rules' register tile
     ran ResNet-18's 3x3 convolution at 64 channels, 56x56 in 2.2 ms; flat, 0.85 ms.
@@ -164,13 +164,11 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     def im2col(value: Any) -> Any:
         return value if gather else te.sum(value, axis=one)
 
-    if flat and gather:
-        return _rows_gemm(n, f, oh, ow, kh * kw * c, kernel, pad_hw(data, pads, 0.0, named=False),
-                          lambda padded, b, r, i, j: padded[b, r // (kh * kw), i * sh + r // kw % kh * dh,
-                                                             j * sw + r % kw * dw])
     if flat:
-        return _flat_gemm(n, f, oh, ow, kh * kw * c, kernel, lambda b, r, p: im2col(tap(b, r // (kh * kw),
-                                                                                  r // kw % kh, r % kw, p)))
+        padded = pad_hw(data, pads, 0.0, named=False)
+        return _rows_gemm(n, f, oh, ow, kh * kw * c, kernel,
+                          lambda b, r, i, j: im2col(padded[b, r // (kh * kw), i * sh + r // kw % kh * dh,
+                                                           j * sw + r % kw * dw]))
 
     if isinstance(n, int) and n == 1:
         col = te.compute((c, kh, kw, pixels), lambda ch, ky, kx, p: im2col(tap(0, ch, ky, kx, p)), name="im2col")
@@ -183,9 +181,10 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, i * ow + j], name="conv2d")
 
 
-def _rows_gemm(n: Any, f: int, oh: int, ow: int, k: int, kernel: Any, padded: Any, tap: Any) -> Any:
-    """:func:`conv2d_gemm` with a flattened kernel and ``gather=True``: the input padded
-    once (a compute of its own), then im2col ``(K, OH, OW)`` (per image) reading it at
+def _rows_gemm(n: Any, f: int, oh: int, ow: int, k: int, kernel: Any, tap: Any) -> Any:
+    """:func:`conv2d_gemm` with a flattened kernel ``(F, K)``: the input padded once (a
+    compute of its own; fused into im2col without ``gather``), then im2col ``(K, OH, OW)``
+    (per image, ``tap(b, r, i, j)``) reading it at
     affine indices, no condition: along an output row a stride-1 tap reads consecutive
     pixels, a row copy rather than a gather per element (the clamped reads of the padding
     read in place were gathers). The contraction reads im2col at ``[rk, p // OW, p % OW]``,
@@ -193,26 +192,11 @@ def _rows_gemm(n: Any, f: int, oh: int, ow: int, k: int, kernel: Any, padded: An
     pixels = oh * ow
     rk = te.reduce_axis((0, k), "rk")
     if isinstance(n, int) and n == 1:
-        col = te.compute((k, oh, ow), lambda r, i, j: tap(padded, 0, r, i, j), name="im2col")
+        col = te.compute((k, oh, ow), lambda r, i, j: tap(0, r, i, j), name="im2col")
         y = te.compute((f, pixels), lambda o, p: te.sum(kernel[o, rk] * col[rk, p // ow, p % ow], axis=rk),
                        name="conv2d_gemm")
         return te.compute((n, f, oh, ow), lambda b, o, i, j: y[o, i * ow + j], name="conv2d")
-    col = te.compute((n, k, oh, ow), lambda b, r, i, j: tap(padded, b, r, i, j), name="im2col")
+    col = te.compute((n, k, oh, ow), lambda b, r, i, j: tap(b, r, i, j), name="im2col")
     y = te.compute((n, f, pixels), lambda b, o, p: te.sum(kernel[o, rk] * col[b, rk, p // ow, p % ow], axis=rk),
-                   name="conv2d_gemm")
-    return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, i * ow + j], name="conv2d")
-
-
-def _flat_gemm(n: Any, f: int, oh: int, ow: int, k: int, kernel: Any, tap: Any) -> Any:
-    """:func:`conv2d_gemm` with a flattened kernel ``(F, K)``: im2col ``(K, P)`` (per image),
-    one reduction dim."""
-    pixels = oh * ow
-    rk = te.reduce_axis((0, k), "rk")
-    if isinstance(n, int) and n == 1:
-        col = te.compute((k, pixels), lambda r, p: tap(0, r, p), name="im2col")
-        y = te.compute((f, pixels), lambda o, p: te.sum(kernel[o, rk] * col[rk, p], axis=rk), name="conv2d_gemm")
-        return te.compute((n, f, oh, ow), lambda b, o, i, j: y[o, i * ow + j], name="conv2d")
-    col = te.compute((n, k, pixels), lambda b, r, p: tap(b, r, p), name="im2col")
-    y = te.compute((n, f, pixels), lambda b, o, p: te.sum(kernel[o, rk] * col[b, rk, p], axis=rk),
                    name="conv2d_gemm")
     return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, i * ow + j], name="conv2d")

@@ -248,3 +248,23 @@ def test_conv_strategy_reads_pointwise_inputs_in_place_and_equals_torch(batch, k
     out = np.zeros(want.shape, "float32")
     mlc.build(default_schedule(mod))["conv"](xv, wv, out)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("gather", [False, True])
+def test_conv2d_gemm_with_a_flat_kernel_pads_once_and_copies_rows(gather):
+    """``topi.nn.conv2d_gemm`` with a flattened kernel (F, C*KH*KW): the input padded once,
+    im2col (K, OH, OW) read at affine indices (a sum over one element without ``gather``,
+    so that fusion keeps it a buffer); unscheduled and through the default schedule (which
+    views im2col as (K, OH * OW)) it equals torch, strided and padded, at batch 2."""
+    x = te.placeholder((2, 3, 9, 8), name="x")
+    w = te.placeholder((4, 3 * 3 * 3), name="w")
+    y = topi.nn.conv2d_gemm(x, w, (2, 1), (1, 1, 1, 0), gather=gather, kernel_size=(3, 3))
+    mod = mlc.Module.parse(str(te.create_prim_func([x, w, y], name="conv")))
+    rng = np.random.default_rng(4)
+    xv, wv = rng.standard_normal((2, 3, 9, 8), dtype=np.float32), rng.standard_normal((4, 27), dtype=np.float32)
+    want = F.conv2d(F.pad(T(xv), (1, 0, 1, 1)), T(wv).reshape(4, 3, 3, 3), stride=(2, 1)).numpy()
+    assert "tensor.collapse_shape" in str(default_schedule(mod))  # the contraction reads im2col flat
+    for m in (mod, default_schedule(mod)):
+        out = np.zeros(want.shape, np.float32)
+        mlc.build(m)["conv"](xv, wv, out)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
