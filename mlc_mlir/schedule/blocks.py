@@ -57,12 +57,12 @@ class BlockPrimitives:
         """
         with self._edit():
             fstate, prod, uid, cons = self._attach_args(block, loop, "compute_at", consumer_under=True)
-            oper = _operand_from(cons, prod.name)
+            oper = _operand_from(cons, prod.name, views=True)
             pmap, cmap = prod.info.maps[-1], cons.info.maps[oper]
             _plain(pmap, prod.name, "compute_at")
             _plain(cmap, cons.name, "compute_at")
-            c_to_p = {cmap[r]: pmap[r] for r in range(len(cmap))}
             index = cons.path.index(uid)
+            c_to_p = _through_view(fstate, cons, prod, oper, cons.path[:index + 1])
             base = [(e, e is not None) for e in prod.info.extents]
             for dc, dp in c_to_p.items():
                 base[dp] = fstate.tile_extent(cons, index + 1, dc)
@@ -146,7 +146,7 @@ class BlockPrimitives:
                                     "other blocks; it cannot move again")
         under = [fstate.blocks[b] for b in lp.parts]
         if consumer_under:
-            related = [b for b in under if _operand_from(b, moved.name, strict=False) is not None]
+            related = [b for b in under if _operand_from(b, moved.name, strict=False, views=True) is not None]
             role = f"reads the result of {moved.name!r}"
         else:
             related = [b for b in under if _operand_from(moved, b.name, strict=False) is not None]
@@ -327,7 +327,7 @@ def _check_group_consumers(fstate: FuncState, group: set[str], loop: str, what: 
     such a producer aborts the process)."""
     for name in sorted(group):
         readers = sorted(b.name for b in fstate.blocks.values()
-                         if _operand_from(b, name, strict=False) is not None)
+                         if _operand_from(b, name, strict=False, views=True) is not None)
         inside = [r for r in readers if r in group]
         outside = [r for r in readers if r not in group]
         if inside and outside:
@@ -336,13 +336,44 @@ def _check_group_consumers(fstate: FuncState, group: set[str], loop: str, what: 
                                 "a producer read both inside and outside shared loops is not supported")
 
 
-def _operand_from(block: BlockState, producer: str, *, strict: bool = True) -> int | None:
+def _operand_from(block: BlockState, producer: str, *, strict: bool = True, views: bool = False) -> int | None:
+    """The input of ``block`` that reads ``producer``'s result (with ``views``: also through
+    a reshape of it)."""
+    kinds = ("block", "view") if views else ("block",)
     for i, src in enumerate(block.info.sources[:block.info.n_inputs]):
-        if src.kind == "block" and src.name == producer:
+        if src.kind in kinds and src.name == producer:
             return i
     if strict:
         raise ScheduleError(f"block {block.name!r} does not read the result of {producer!r}")
     return None
+
+
+def _through_view(fstate: FuncState, cons: BlockState, prod: BlockState, oper: int,
+                  shared: list[int]) -> dict[int, int]:
+    """The consumer's dims that index ``prod``'s result -> the producer's dims, for
+    ``compute_at``. Through a reshape view of the result (a convolution's contraction reads
+    its im2col ``(n, k, oh, ow)`` as ``(n, k, oh * ow)``) only the dims the reshape keeps
+    map; the shared loops must not tile a reshaped one (its producer region would not be a
+    box)."""
+    src = cons.info.sources[oper]
+    pmap, cmap = prod.info.maps[-1], cons.info.maps[oper]
+    if src.kind == "block":
+        return {cmap[r]: pmap[r] for r in range(len(cmap))}
+    c_to_p: dict[int, int] = {}
+    reshaped: set[int] = set()
+    for odims, pdims in src.groups:
+        if len(odims) == 1 and len(pdims) == 1:
+            c_to_p[cmap[odims[0]]] = pmap[pdims[0]]
+        else:
+            reshaped |= {cmap[r] for r in odims}
+    for u in shared:
+        lp = fstate.loops[u]
+        tiled = [d for d, _ in lp.parts[cons.name] if d in reshaped]
+        if tiled:
+            raise ScheduleError(f"compute_at: block {cons.name!r} reads {prod.name!r} through a reshape, and "
+                                f"loop {lp.name} tiles its reshaped dim d{tiled[0]}; only the dims the reshape "
+                                "keeps can be shared")
+    return c_to_p
 
 
 def _plain(amap: tuple, name: str, what: str) -> None:

@@ -102,6 +102,7 @@ class _FuncEmitter:
         self.loop_names: dict[int, str] = {}
         self.block_h: dict[str, ir.Value] = {}
         self.emitted: set[str] = set()
+        self.view_loops: set[int] = set()
 
     # -- helpers ---------------------------------------------------------------------
     def _match(self, target: ir.Value, attr: str, value: str, ops: list[str] | None = None) -> ir.Value:
@@ -112,6 +113,24 @@ class _FuncEmitter:
     def _merge_slices(self) -> None:
         with ir.InsertionPoint(transform.ApplyPatternsOp(self.func_h).patterns):
             ttensor.ApplyMergeConsecutiveInsertExtractSlicePatternsOp()
+
+    def _through_views(self, uid: int) -> None:
+        """In loop ``uid``: move the slices a tile takes of a reshaped block result above
+        the reshape (``extract_slice(collapse_shape(x))`` -> ``collapse_shape(extract_slice(x))``),
+        so that the block can be fused into the loop, and make a slice of an empty
+        destination an empty tile (no allocation of the whole tensor outside the loop for
+        what is fused in). Only in that loop: elsewhere a slice of a reshaped buffer would
+        stay a view of a strided one (an epilogue's NCHW view of a convolution's result),
+        which the build's ``fold_memref_alias_ops`` never returns from."""
+        self.view_loops.add(uid)
+        with ir.InsertionPoint(transform.ApplyPatternsOp(self.loop_h[uid]).patterns):
+            ttensor.ApplyMergeConsecutiveInsertExtractSlicePatternsOp()
+            ttensor.ApplyBubbleUpExtractSlicePatternsOp()
+            ttensor.ApplyFoldTensorEmptyPatternsOp()
+
+    def _read_through_view(self, name: str) -> bool:
+        return any(s.kind == "view" and s.name == name
+                   for b in self.state.blocks.values() for s in b.info.sources[:b.info.n_inputs])
 
     def _sizes(self, block: BlockState, index: int) -> list[int]:
         sizes = [0] * block.info.ndims
@@ -203,7 +222,10 @@ class _FuncEmitter:
             m += 1
         handle = self.block_h[block.name]
         if m:
+            self._fuse_readers_first(block, path[m - 1])
             self._merge_slices()
+            if self._read_through_view(block.name):
+                self._through_views(path[m - 1])
             handle = self._fuse(handle, block, m)
         level = st.init_level(block)
         if block.info.has_init and m and level >= 1:
@@ -222,6 +244,8 @@ class _FuncEmitter:
                 if loop.kind == "bound":  # structured.fuse makes foralls without a mapping
                     mapping = gpu_mapping(loop.thread, len(loop.parts[block.name]))
                     transform.AnnotateOp(self.loop_h[path[i]], "mapping", param=constant_param(mapping))
+                self.emitted.add(block.name)
+                self._emit_attached(path[i])  # (producers read through a view: not fenced)
             start = level
         end = len(path) - st.implicit_suffix(block)
         self.emitted.add(block.name)
@@ -245,6 +269,21 @@ class _FuncEmitter:
             handle = fused.fused_op
             self.loop_h[path[q]] = fused.new_containing_op
         return handle
+
+    def _fuse_readers_first(self, block: BlockState, uid: int) -> None:
+        """The readers of ``block`` that are under loop ``uid`` but attached deeper, not
+        emitted yet (B's panel copy at ``k0`` reading an im2col computed at the batch loop
+        above it), fused into ``uid`` first: ``block`` is then fused through them, at
+        ``uid``; each is fused further in when its own loop is made."""
+        for other in self.order:
+            if other.name in self.emitted or uid not in other.path or other.name == block.name:
+                continue
+            if any(s.kind in ("block", "view") and s.name == block.name
+                   for s in other.info.sources[:other.info.n_inputs]):
+                self._through_views(uid)
+                fused = structured.FuseIntoContainingOp(self.block_h[other.name], self.loop_h[uid])
+                self.block_h[other.name] = fused.fused_op
+                self.loop_h[uid] = fused.new_containing_op
 
     def _emit_attached(self, uid: int) -> None:
         """Emit the blocks attached (compute_at / reverse_compute_at) right at loop ``uid``,
@@ -293,6 +332,8 @@ class _FuncEmitter:
 
     def _finish(self, order: list[BlockState]) -> None:
         st = self.state
+        for uid in self.view_loops:  # (the last fusion's slice of an empty destination)
+            self._through_views(uid)
         for uid, h in self.loop_h.items():
             name = constant_param(ir.StringAttr.get(self.loop_names.get(uid, st.loops[uid].name)))
             transform.AnnotateOp(h, MLC_LOOP, param=name)

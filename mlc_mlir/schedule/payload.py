@@ -23,11 +23,17 @@ __all__ = ["BlockInfo", "Source", "read_blocks", "func_names", "name_blocks", "s
 
 @dataclass(frozen=True)
 class Source:
-    """Where an operand comes from: ``kind`` is "arg", "block", "init" or "value"."""
+    """Where an operand comes from: ``kind`` is "arg", "block", "init", "view" or "value".
+
+    A "view" is a ``tensor.collapse_shape`` / ``expand_shape`` of block ``name``'s result;
+    ``groups`` pairs its dims with the block's: ``(operand dims, block dims)`` per
+    reassociation group (a collapse of block dims ``[2, 3]`` into operand dim 2:
+    ``((2,), (2, 3))``)."""
 
     kind: str
     name: str
     index: int = -1
+    groups: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,14 @@ def _source(value: ir.Value, arg_names: dict[int, str]) -> Source:
             return arg
     if "mlc.block" in attrs:
         return Source("block", ir.StringAttr(attrs["mlc.block"]).value)
+    if op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+        inner = _source(op.operands[0], arg_names)
+        if inner.kind == "block":
+            groups = [tuple(ir.IntegerAttr(d).value for d in ir.ArrayAttr(g))
+                      for g in ir.ArrayAttr(attrs["reassociation"])]
+            pairs = (((r,), g) for r, g in enumerate(groups)) if op.name == "tensor.collapse_shape" else \
+                ((g, (q,)) for q, g in enumerate(groups))
+            return Source("view", inner.name, groups=tuple(pairs))
     if "mlc.block_init" in attrs:
         return Source("init", ir.StringAttr(attrs["mlc.block_init"]).value)
     return Source("value", op.name)

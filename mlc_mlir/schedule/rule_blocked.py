@@ -18,8 +18,8 @@ from typing import Any
 
 from ..target import Target
 from .payload import BlockInfo
-from .rule_common import (Contraction, column_tile, divisors, largest_divisor, macs, parallel_options, register_rows,
-                          register_tile_for)
+from .rule_common import (Contraction, column_tile, divisors, largest_divisor, macs, parallel_options, per_item,
+                          register_rows, register_tile_for, view_producer)
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 from .trace import BlockRV, LoopRV
@@ -77,7 +77,7 @@ class _Columns:
 
 
 def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contraction, tgt: Target,
-                     sm: RuleSampler) -> set[str]:
+                     sm: RuleSampler, blocks: list[BlockInfo], scheduled: set[str]) -> set[str]:
     """A large contraction in the structure of a BLAS kernel (as the hand script
     benchmarks/schedules/matmul1024.mlir): ``j0, ip, k0, it, jt, k1, ir, jr``.
 
@@ -128,9 +128,15 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
         sch.unroll(kr)
     if int(sm.choose("cache_b", [0, 1], 1)):
         _copy_b_panel(sch, block, info, kind, k0)
+    producer = view_producer(info, kind, blocks, scheduled)
+    items = ext[kind.batch[0]] if producer is not None else 0
+    # per item, the cores share the items when they come out even (each its own im2col)
+    on_batch = par and producer is not None and (items % cores == 0 or items >= 4 * cores)
+    done = per_item(sch, sm, fname, loops[kind.batch[0]] if kind.batch else None, producer,
+                    parallel_inside=par and not on_batch)
     if par:
-        sch.parallel(outer[0])
-    return {info.name}
+        sch.parallel(loops[kind.batch[0]] if on_batch and done else outer[0])
+    return {info.name} | done
 
 
 def _row_dims(info: BlockInfo, kind: Contraction) -> list[int]:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from ..target import Target
 from .payload import BlockInfo
 from .rule_common import (PARALLEL_MIN_FLOPS, Contraction, column_tile, divisors, epilogue_chain, fuse_epilogue,
-                          macs, parallel_options, register_rows, register_tile_for, sample_rows)
+                          macs, parallel_options, per_item, register_rows, register_tile_for, sample_rows,
+                          view_producer)
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 from .trace import LoopRV
@@ -87,8 +88,15 @@ def schedule_small(sch: Schedule, fname: str, info: BlockInfo, kind: Contraction
     if None not in ext:
         done |= fuse_epilogue(sch, fname, chain, nest.outer[-2] if on_panel else nest.j0,
                               cols=nest.panel_cols if on_panel else nest.nr, unroll_rows=nest.mr > 1)
+    # a convolution's im2col per image, inside the batch loop (the parallel one, or with
+    # one core serial); the init then at that loop too (once per image: an init below the
+    # loops a producer is attached to is not supported)
+    items = per_item(sch, sm, fname, by_dim[kind.batch[0]] if kind.batch else None,
+                     view_producer(info, kind, blocks, scheduled), parallel_inside=False)
+    done |= items
     if info.has_init and None not in ext:  # (a symbolic extent's init tile does not vectorize)
-        sch.decompose_reduction(block, k_outer if k_outer is not None else by_dim[kind.reduce[0]])
+        at = k_outer if k_outer is not None else by_dim[kind.reduce[0]]
+        sch.decompose_reduction(block, sch.get_loops(block)[1] if items else at)
     if par:  # (a peeled loop stays serial: then the next one out runs in parallel)
         top = next((lp for lp in [by_dim[d] for d in kind.batch] + nest.outer
                     if lp is not nest.peel and not (nest.col_peel and lp is nest.j0)), None)

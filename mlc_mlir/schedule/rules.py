@@ -100,6 +100,8 @@ DECISIONS: dict[str, str] = {
     "k_unroll": "large contractions: the k steps unrolled inside the tile's rows",
     "cache_b": "large contractions: 1: B's KC x NC panel copied into a local buffer",
     "vector": "elementwise blocks: the vectorized inner factor of the last dim",
+    "im2col_at": "contractions reading a block through a reshape (a convolution's im2col): 1: it is computed per "
+                 "item of the outer batch loop",
 }
 
 
@@ -237,7 +239,7 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind, bloc
     """The rule of a contraction: cache blocks (large), lane partial sums (``x @ w.T``) or a
     register tile; returns the names of the blocks it scheduled."""
     if is_large(info, kind):
-        return schedule_blocked(sch, fname, info, kind, tgt, sm)
+        return schedule_blocked(sch, fname, info, kind, tgt, sm, blocks, done)
     lanes = lanes_along_k(info, kind, tgt)
     if lanes is not None:
         return schedule_rfactor(sch, fname, info, kind, blocks, tgt, sm, lanes, done)

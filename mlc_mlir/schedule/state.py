@@ -244,9 +244,13 @@ class FuncState:
         for loop in self.loops.values():
             self._validate_shared(loop)
 
-    def _reads(self, consumer: BlockState, producer: str) -> bool:
+    def _reads(self, consumer: BlockState, producer: str, *, views: bool = True) -> bool:
+        """Whether ``consumer`` reads ``producer``'s result (with ``views``: also through a
+        reshape of it; such a producer is fused where it is attached even while its
+        reader's init is placed by ``structured.fuse``, which does not fuse through views)."""
         info = consumer.info
-        return any(s.kind == "block" and s.name == producer for s in info.sources[:info.n_inputs])
+        kinds = ("block", "view") if views else ("block",)
+        return any(s.kind in kinds and s.name == producer for s in info.sources[:info.n_inputs])
 
     def _validate_shared(self, loop: Loop) -> None:
         """Blocks under one loop are fused into the loop made by the last of them in
@@ -294,7 +298,8 @@ class FuncState:
         shared = self.attach_depth(block)
         if block.info.has_init and level > shared:
             for other in self.blocks.values():
-                if other is not block and self._reads(block, other.name) and set(other.path) & set(block.path):
+                if other is not block and self._reads(block, other.name, views=False) \
+                        and set(other.path) & set(block.path):
                     raise ScheduleError(f"block {name!r}: its init is placed below its own loops while block "
                                         f"{other.name!r} is attached to its loops; decompose_reduction at "
                                         "the attach loop instead")
