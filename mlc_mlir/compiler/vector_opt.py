@@ -154,15 +154,18 @@ def reshapes_as_casts(fn: ir.Operation) -> int:
     of accumulators in that buffer, which refuses buffers that views are taken of: a
     convolution's register tile was stored at every k step, 3 ms instead of 0.8); any other
     becomes the ``memref.reinterpret_cast`` it amounts to, left alone by the folding and
-    lowered by ``expand-strided-metadata`` as the view would have been.
+    lowered by ``expand-strided-metadata`` as the view would have been. The row transfers
+    are moved so whatever the source's layout (a strided slice of a buffer too).
     """
     count = 0
     for op in walk_ops(fn, _RESHAPES):
         src, res = ir.MemRefType(op.operands[0].type), ir.MemRefType(op.results[0].type)
-        if not (_identity(src) and _identity(res)):
-            continue
         if op.name == "memref.expand_shape" and _linearize(op):
+            # (any source layout: a group's dims split one source dim, indexed linearly; an
+            # epilogue computed per image reads a row of a strided slice of the result so)
             count += 1
+            continue
+        if not (_identity(src) and _identity(res)):
             continue
         if not (src.has_static_shape and res.has_static_shape):
             continue  # a dynamic batch: the cast would need its sizes (views read by rows are linearized above)

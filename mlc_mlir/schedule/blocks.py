@@ -115,11 +115,12 @@ class BlockPrimitives:
                 if any(prod.info.is_reduction(d) for d, _ in lp.parts[prod.name]):
                     raise ScheduleError(f"reverse_compute_at: loop {lp.name} is a reduction loop of block "
                                         f"{prod.name!r}; {cons.name!r} needs its final values")
-            oper = _operand_from(cons, prod.name)
+            oper = _operand_from(cons, prod.name, views=True)
             pmap, cmap = prod.info.maps[-1], cons.info.maps[oper]
             _plain(pmap, prod.name, "reverse_compute_at")
             _plain(cmap, cons.name, "reverse_compute_at")
-            p_to_c = {pmap[r]: cmap[r] for r in range(len(pmap))}
+            p_to_c = {dp: dc for dc, dp in _through_view(fstate, cons, prod, oper, prod.path[:index + 1],
+                                                        tiled_by=prod, what="reverse_compute_at").items()}
             base = [(e, e is not None) for e in cons.info.extents]
             for dp, dc in p_to_c.items():
                 base[dc] = fstate.tile_extent(prod, index + 1, dp)
@@ -149,7 +150,7 @@ class BlockPrimitives:
             related = [b for b in under if _operand_from(b, moved.name, strict=False, views=True) is not None]
             role = f"reads the result of {moved.name!r}"
         else:
-            related = [b for b in under if _operand_from(moved, b.name, strict=False) is not None]
+            related = [b for b in under if _operand_from(moved, b.name, strict=False, views=True) is not None]
             role = f"produces an input of {moved.name!r}"
         if not related:
             raise ScheduleError(f"{what}: no block under loop {lp.name} ({', '.join(lp.parts)}) {role}")
@@ -348,13 +349,14 @@ def _operand_from(block: BlockState, producer: str, *, strict: bool = True, view
     return None
 
 
-def _through_view(fstate: FuncState, cons: BlockState, prod: BlockState, oper: int,
-                  shared: list[int]) -> dict[int, int]:
-    """The consumer's dims that index ``prod``'s result -> the producer's dims, for
-    ``compute_at``. Through a reshape view of the result (a convolution's contraction reads
-    its im2col ``(n, k, oh, ow)`` as ``(n, k, oh * ow)``) only the dims the reshape keeps
-    map; the shared loops must not tile a reshaped one (its producer region would not be a
-    box)."""
+def _through_view(fstate: FuncState, cons: BlockState, prod: BlockState, oper: int, shared: list[int], *,
+                  tiled_by: BlockState | None = None, what: str = "compute_at") -> dict[int, int]:
+    """The consumer's dims that index ``prod``'s result -> the producer's dims. Through a
+    reshape view of the result (a convolution's contraction reads its im2col
+    ``(n, k, oh, ow)`` as ``(n, k, oh * ow)``; its epilogue reads the result ``(n, f, p)``
+    as ``(n, f, oh, ow)``) only the dims the reshape keeps map; the ``shared`` loops (of
+    the consumer, or of ``tiled_by``) must not tile a reshaped one: its region in the other
+    block would not be a box."""
     src = cons.info.sources[oper]
     pmap, cmap = prod.info.maps[-1], cons.info.maps[oper]
     if src.kind == "block":
@@ -364,15 +366,18 @@ def _through_view(fstate: FuncState, cons: BlockState, prod: BlockState, oper: i
     for odims, pdims in src.groups:
         if len(odims) == 1 and len(pdims) == 1:
             c_to_p[cmap[odims[0]]] = pmap[pdims[0]]
-        else:
+        elif tiled_by is None:
             reshaped |= {cmap[r] for r in odims}
+        else:
+            reshaped |= {pmap[r] for r in pdims}
+    owner = tiled_by or cons
     for u in shared:
         lp = fstate.loops[u]
-        tiled = [d for d, _ in lp.parts[cons.name] if d in reshaped]
+        tiled = [d for d, _ in lp.parts[owner.name] if d in reshaped]
         if tiled:
-            raise ScheduleError(f"compute_at: block {cons.name!r} reads {prod.name!r} through a reshape, and "
-                                f"loop {lp.name} tiles its reshaped dim d{tiled[0]}; only the dims the reshape "
-                                "keeps can be shared")
+            raise ScheduleError(f"{what}: block {cons.name!r} reads {prod.name!r} through a reshape, and "
+                                f"loop {lp.name} tiles its reshaped dim d{tiled[0]} of {owner.name!r}; only "
+                                "the dims the reshape keeps can be shared")
     return c_to_p
 
 

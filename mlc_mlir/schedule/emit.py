@@ -230,6 +230,14 @@ class _FuncEmitter:
         level = st.init_level(block)
         if block.info.has_init and m and level >= 1:
             self._fuse(self.block_h[block.name + "@init"], block, m)
+        if m and (self._read_through_view(block.name)
+                  or any(s.kind == "view" for s in block.info.sources[:block.info.n_inputs])):
+            # the blocks attached at the same loop (a convolution's gemm and im2col at the
+            # batch loop its epilogue made) before its own inner loops are tiled: fused after
+            # them they would land in its innermost tile
+            self.block_h[block.name] = handle
+            self.emitted.add(block.name)
+            self._emit_attached(path[m - 1])
         start = m
         if block.info.has_init and level > m:
             self._fence_producers(block)
@@ -294,7 +302,11 @@ class _FuncEmitter:
             if other.name in self.emitted:
                 continue
             shared = [u for u in other.path if len(self.state.owners(u)) > 1]
-            if shared and shared[-1] == uid and all(u in self.loop_h for u in shared):
+            made = other.path[:self.state.attach_depth(other)]  # (by its consumers; a block that
+            # also shares deeper loops with its own producers, a cache at k0, is fused at the
+            # last loop its consumers make, before the producers attached at that same loop)
+            if (shared and shared[-1] == uid and all(u in self.loop_h for u in shared)) or \
+                    (made and made[-1] == uid and all(u in self.loop_h for u in made)):
                 self._emit_block(other)
 
     def _tile(self, block: BlockState, handle: ir.Value, i: int) -> ir.Value:

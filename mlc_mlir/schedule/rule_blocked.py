@@ -19,7 +19,7 @@ from typing import Any
 from ..target import Target
 from .payload import BlockInfo
 from .rule_common import (Contraction, column_tile, divisors, largest_divisor, macs, parallel_options, per_item,
-                          register_rows, register_tile_for, view_producer)
+                          register_rows, register_tile_for, view_epilogue, view_producer)
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 from .trace import BlockRV, LoopRV
@@ -134,6 +134,8 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     on_batch = par and producer is not None and (items % cores == 0 or items >= 4 * cores)
     done = per_item(sch, sm, fname, loops[kind.batch[0]] if kind.batch else None, producer,
                     parallel_inside=par and not on_batch)
+    if done:  # the epilogue per item too
+        done |= view_epilogue(sch, fname, info, blocks, scheduled, loops[kind.batch[0]])
     if par:
         sch.parallel(loops[kind.batch[0]] if on_batch and done else outer[0])
     return {info.name} | done

@@ -31,7 +31,7 @@ from .trace import BlockRV, LoopRV
 __all__ = ["PARALLEL_MIN_FLOPS", "Contraction", "contraction_of", "is_plain", "register_tile_for",
            "vector_lanes_or_none", "largest_divisor", "divisors", "macs", "column_tile", "parallel_options",
            "sample_rows", "register_rows", "epilogue_chain", "fuse_epilogue", "loops_inside", "view_producer",
-           "per_item"]
+           "per_item", "view_epilogue"]
 
 log = logging.getLogger("mlc_mlir.schedule.rules")
 
@@ -252,3 +252,24 @@ def per_item(sch: Schedule, sm: RuleSampler, fname: str, batch_loop: LoopRV | No
     if parallel_inside and own:
         sch.parallel(own[0])
     return {producer.name}
+
+
+def view_epilogue(sch: Schedule, fname: str, info: BlockInfo, blocks: list[BlockInfo], scheduled: set[str],
+                  batch_loop: LoopRV) -> set[str]:
+    """The elementwise block that reads contraction ``info``'s result through a reshape (a
+    convolution's bias, residual add and ReLU on its NCHW view), and the elementwise
+    blocks after it (:func:`epilogue_chain`), computed per item at
+    ``batch_loop`` once the im2col is (:func:`per_item`): the item's result is still in
+    cache. Returns the blocks scheduled (none when there is no such block)."""
+    users = [b for b in blocks if any(s.kind in ("block", "view") and s.name == info.name
+                                      for s in b.sources[:b.n_inputs])]
+    if len(users) != 1:
+        return set()
+    user = users[0]
+    via = next(s for s in user.sources[:user.n_inputs] if s.name == info.name)
+    if (via.kind != "view" or user.name in scheduled or not all(it == "parallel" for it in user.iters)
+            or not is_plain(user) or None in user.extents or any(None in m or len(set(m)) != len(m)
+                                                                for m in user.maps)):
+        return set()
+    chain = [user] + epilogue_chain(user, blocks, scheduled)  # (then the blocks after it: bias, then ReLU)
+    return fuse_epilogue(sch, fname, chain, batch_loop, cols=user.extents[user.maps[-1][-1]], unroll_rows=False)

@@ -18,7 +18,7 @@ from ..target import Target
 from .payload import BlockInfo
 from .rule_common import (PARALLEL_MIN_FLOPS, Contraction, column_tile, divisors, epilogue_chain, fuse_epilogue,
                           macs, parallel_options, per_item, register_rows, register_tile_for, sample_rows,
-                          view_producer)
+                          view_epilogue, view_producer)
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 from .trace import LoopRV
@@ -94,6 +94,8 @@ def schedule_small(sch: Schedule, fname: str, info: BlockInfo, kind: Contraction
     items = per_item(sch, sm, fname, by_dim[kind.batch[0]] if kind.batch else None,
                      view_producer(info, kind, blocks, scheduled), parallel_inside=False)
     done |= items
+    if items:  # the epilogue per item too
+        done |= view_epilogue(sch, fname, info, blocks, done | scheduled, by_dim[kind.batch[0]])
     if info.has_init and None not in ext:  # (a symbolic extent's init tile does not vectorize)
         at = k_outer if k_outer is not None else by_dim[kind.reduce[0]]
         sch.decompose_reduction(block, sch.get_loops(block)[1] if items else at)

@@ -14,13 +14,26 @@ from mlc_mlir.schedule.rules import apply_rules, window_strategies
 N, K, H, W, M = 3, 4, 5, 6, 7
 
 
-def _view_program() -> mlc.Module:
+def _view_program(epilogue: bool = False) -> mlc.Module:
     """``P = 2 * x`` (n, k, h, w), read by a contraction ``Y[n, i, p] = sum_k A[i, k] * P[n, k, p]``
-    through ``collapse_shape`` (p = h * w)."""
+    through ``collapse_shape`` (p = h * w); with ``epilogue``, ``Z = max(Y, 0)`` read back
+    as (n, i, h, w) through ``expand_shape`` is the result."""
     p = H * W
+    res = f"tensor<{N}x{M}x{H}x{W}xf32>" if epilogue else f"tensor<{N}x{M}x{p}xf32>"
+    ret = f"return %r : tensor<{N}x{M}x{p}xf32>"
+    if epilogue:
+        ret = f"""%ex = tensor.expand_shape %r [[0], [1], [2, 3]] output_shape [{N}, {M}, {H}, {W}] : tensor<{N}x{M}x{p}xf32> into {res}
+    %z = linalg.generic {{indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>],
+        iterator_types = ["parallel", "parallel", "parallel", "parallel"]}} ins(%ex : {res}) outs(%y : {res})
+        attrs = {{mlc.block = "Z"}} {{
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.maximumf %in, %cst : f32
+      linalg.yield %m : f32
+    }} -> {res}
+    return %z : {res}"""
     return mlc.Module.parse(f"""
 module {{
-  func.func @f(%x: tensor<{N}x{K}x{H}x{W}xf32>, %a: tensor<{M}x{K}xf32>, %y: tensor<{N}x{M}x{p}xf32>) -> tensor<{N}x{M}x{p}xf32> attributes {{mlc.prim_func}} {{
+  func.func @f(%x: tensor<{N}x{K}x{H}x{W}xf32>, %a: tensor<{M}x{K}xf32>, %y: {res}) -> {res} attributes {{mlc.prim_func}} {{
     %cst = arith.constant 0.0 : f32
     %two = arith.constant 2.0 : f32
     %e = tensor.empty() : tensor<{N}x{K}x{H}x{W}xf32>
@@ -32,7 +45,8 @@ module {{
       linalg.yield %m : f32
     }} -> tensor<{N}x{K}x{H}x{W}xf32>
     %v = tensor.collapse_shape %pr [[0], [1], [2, 3]] : tensor<{N}x{K}x{H}x{W}xf32> into tensor<{N}x{K}x{p}xf32>
-    %f = linalg.fill {{mlc.block_init = "Y"}} ins(%cst : f32) outs(%y : tensor<{N}x{M}x{p}xf32>) -> tensor<{N}x{M}x{p}xf32>
+    %ey = tensor.empty() : tensor<{N}x{M}x{p}xf32>
+    %f = linalg.fill {{mlc.block_init = "Y"}} ins(%cst : f32) outs(%ey : tensor<{N}x{M}x{p}xf32>) -> tensor<{N}x{M}x{p}xf32>
     %r = linalg.generic {{indexing_maps = [affine_map<(n, i, q, k) -> (i, k)>, affine_map<(n, i, q, k) -> (n, k, q)>,
         affine_map<(n, i, q, k) -> (n, i, q)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}}
         ins(%a, %v : tensor<{M}x{K}xf32>, tensor<{N}x{K}x{p}xf32>) outs(%f : tensor<{N}x{M}x{p}xf32>) attrs = {{mlc.block = "Y"}} {{
@@ -41,7 +55,7 @@ module {{
       %t = arith.addf %o, %s : f32
       linalg.yield %t : f32
     }} -> tensor<{N}x{M}x{p}xf32>
-    return %r : tensor<{N}x{M}x{p}xf32>
+    {ret}
   }}
 }}""")
 
@@ -81,10 +95,32 @@ def test_compute_at_through_a_reshape_view_refuses_to_tile_the_reshaped_dim():
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
 
 
+def test_reverse_compute_at_through_a_reshape_view():
+    """A consumer reading the contraction's result through ``expand_shape`` computed at the
+    contraction's batch loop; tiling the reshaped dim there is refused."""
+    p = H * W
+    sch = mlc.Schedule(_view_program(epilogue=True))
+    n, i, q, k = sch.get_loops(sch.get_block("Y"))
+    sch.reorder(n, q, i, k)
+    with pytest.raises(ScheduleError, match="through a reshape.*reshaped dim"):
+        sch.reverse_compute_at(sch.get_block("Z"), q)
+    sch.compute_at(sch.get_block("P"), n)
+    sch.reverse_compute_at(sch.get_block("Z"), n)
+    assert [lp.name for lp in sch.get_loops(sch.get_block("Z"))][0] == n.name
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((N, K, H, W), dtype=np.float32)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    out = np.zeros((N, M, H, W), np.float32)
+    mlc.build(sch.mod)["f"](x, a, out)
+    want = np.maximum(np.einsum("ik,nkq->niq", a, 2 * x.reshape(N, K, p)), 0).reshape(N, M, H, W)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-5)
+
+
 def _conv(batch: int, c: int, hw: int, f: int) -> mlc.Module:
     x, w = te.placeholder((batch, c, hw, hw), name="x"), te.placeholder((f, c, 3, 3), name="w")
     b = te.placeholder((f,), name="b")
-    y = topi.nn.relu(topi.add(topi.nn.conv2d(x, w, 1, 1), topi.reshape(b, (1, f, 1, 1))))
+    conv = topi.nn.conv2d(x, w, 1, 1)
+    y = topi.nn.relu(te.compute(conv.shape, lambda n, c, i, j: conv[n, c, i, j] + b[c], name="bias"))
     return mlc.Module.parse(str(te.create_prim_func([x, w, b, y], name="conv")))
 
 
@@ -102,6 +138,8 @@ def test_rules_compute_a_convs_im2col_per_image_and_equal_torch(shape, at):
     gemm = sch.get_block("conv2d_gemm", "conv")
     shared = sch.get_loops(im2col)[0].uid == sch.get_loops(gemm)[0].uid
     assert shared == bool(at), trace
+    if at:  # the epilogue (bias, ReLU, read through the NCHW view) per image as well
+        assert "reverse_compute_at" in trace, trace
     rng = np.random.default_rng(5)
     xv = rng.standard_normal((batch, c, hw, hw), dtype=np.float32)
     wv = rng.standard_normal((f, c, 3, 3), dtype=np.float32)

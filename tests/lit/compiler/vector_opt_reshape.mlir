@@ -62,3 +62,28 @@ func.func @column(%w: memref<64x64x3x3xf32>, %out: memref<8x1xf32>) {
   vector.transfer_write %col, %out[%c0, %c0] {in_bounds = [true, true]} : vector<8x1xf32>, memref<8x1xf32>
   return
 }
+
+// A row of a strided slice read through a view (a convolution's epilogue computed per
+// image reads one row of the image's (F, pixels) result: expand_shape of a subview): the
+// rows move to the slice at linearized indices too, whatever its strides (and the slice
+// then folds into the loads).
+// CHECK-LABEL: func.func @strided_slice_rows
+// CHECK-NOT: memref.expand_shape
+// CHECK: vector.load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] : memref<1x64x3136xf32>, vector<56xf32>
+func.func @strided_slice_rows(%y: memref<1x64x3136xf32>, %out: memref<1x64x56x56xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c56 = arith.constant 56 : index
+  %c64 = arith.constant 64 : index
+  %pad = ub.poison : f32
+  scf.for %c = %c0 to %c64 step %c1 {
+    scf.for %h = %c0 to %c56 step %c1 {
+      %off = arith.muli %h, %c56 : index
+      %s = memref.subview %y[0, %c, %off] [1, 1, 56] [1, 1, 1] : memref<1x64x3136xf32> to memref<1x1x56xf32, strided<[200704, 3136, 1], offset: ?>>
+      %v = memref.expand_shape %s [[0], [1], [2, 3]] output_shape [1, 1, 1, 56] : memref<1x1x56xf32, strided<[200704, 3136, 1], offset: ?>> into memref<1x1x1x56xf32, strided<[200704, 3136, 56, 1], offset: ?>>
+      %row = vector.transfer_read %v[%c0, %c0, %c0, %c0], %pad {in_bounds = [true, true, true, true]} : memref<1x1x1x56xf32, strided<[200704, 3136, 56, 1], offset: ?>>, vector<1x1x1x56xf32>
+      vector.transfer_write %row, %out[%c0, %c, %h, %c0] {in_bounds = [true, true, true, true]} : vector<1x1x1x56xf32>, memref<1x64x56x56xf32>
+    }
+  }
+  return
+}
