@@ -222,9 +222,9 @@ class _FuncEmitter:
             m += 1
         handle = self.block_h[block.name]
         if m:
-            self._fuse_readers_first(block, path[m - 1])
             self._merge_slices()
             if self._read_through_view(block.name):
+                self._fuse_readers_first(block, path[m - 1])
                 self._through_views(path[m - 1])
             handle = self._fuse(handle, block, m)
         level = st.init_level(block)
@@ -279,9 +279,9 @@ class _FuncEmitter:
         return handle
 
     def _fuse_readers_first(self, block: BlockState, uid: int) -> None:
-        """The readers of ``block`` that are under loop ``uid`` but attached deeper, not
-        emitted yet (B's panel copy at ``k0`` reading an im2col computed at the batch loop
-        above it), fused into ``uid`` first: ``block`` is then fused through them, at
+        """The readers of ``block`` (read through a view) that are under loop ``uid`` but
+        attached deeper, not emitted yet (B's panel copy at ``k0`` reading an im2col computed
+        at the batch loop above it), fused into ``uid`` first: ``block`` is then fused through them, at
         ``uid``; each is fused further in when its own loop is made."""
         for other in self.order:
             if other.name in self.emitted or uid not in other.path or other.name == block.name:
