@@ -241,8 +241,8 @@ def per_item(sch: Schedule, sm: RuleSampler, fname: str, batch_loop: LoopRV | No
     """Decision ``im2col_at`` (1: at the batch loop): ``producer`` (:func:`view_producer`)
     computed at the contraction's outermost batch loop, one item at a time, so that its
     result is read while it is in cache (ResNet-18's 3x3 convolutions at 64 channels, batch
-    8 on 2 cores: an im2col of 58 MB written, then read by the gemm, 32 ms; per image 11.6,
-    the 7x7 stem 34.5 -> 12.3 ms). ``parallel_inside``: the batch loop is serial, the
+    8 on 2 cores: an im2col of 58 MB written, then read by the gemm, 32 ms; per image 9-10,
+    the 7x7 stem 34 -> 12-14 ms). ``parallel_inside``: the batch loop is serial, the
     producer's own outer loop runs in parallel. Returns the blocks scheduled."""
     if producer is None or batch_loop is None or not int(sm.choose("im2col_at", [0, 1], 1)):
         return set()
