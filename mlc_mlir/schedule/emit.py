@@ -4,7 +4,10 @@ This is the one place where schedules meet MLIR. For each function, blocks are v
 consumers first (reverse program order); each block
 
 1. is fused (``transform.structured.fuse_into_containing_op``) into the innermost loop
-   already made by a block it shares loops with (compute_at / reverse_compute_at),
+   already made by a block it shares loops with (compute_at / reverse_compute_at); when
+   its result is read through a reshape (a convolution's im2col), the slices in that loop
+   are first moved above the reshape (``bubble_up_extract_slice``), and the blocks attached
+   at that loop are fused before its own inner loops are tiled,
 2. gets its init fill placed: fused next to it, or moved under its first loops by
    ``transform.structured.fuse`` (which fuses the fill through the loop's destination),
 3. gets its remaining loops, outermost first, each by one single-dim

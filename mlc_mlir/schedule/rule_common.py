@@ -216,6 +216,11 @@ def fuse_epilogue(sch: Schedule, fname: str, chain: list[BlockInfo], at: LoopRV,
     return done
 
 
+def _readers(blocks: list[BlockInfo], name: str) -> list[BlockInfo]:
+    """The blocks that read block ``name``'s result, directly or through a reshape view."""
+    return [b for b in blocks if any(s.kind in ("block", "view") and s.name == name for s in b.sources[:b.n_inputs])]
+
+
 def view_producer(info: BlockInfo, kind: Contraction, blocks: list[BlockInfo], scheduled: set[str]) -> BlockInfo | None:
     """The block that contraction ``info`` reads through a reshape keeping its outermost
     batch dim (a convolution's im2col ``(n, k, oh, ow)`` read as ``(n, k, oh * ow)``), when
@@ -228,8 +233,7 @@ def view_producer(info: BlockInfo, kind: Contraction, blocks: list[BlockInfo], s
         prod = next((p for p in blocks if p.name == src.name), None) if src.kind == "view" else None
         if prod is None or prod.name in scheduled or any(it != "parallel" for it in prod.iters):
             continue
-        readers = [x.name for x in blocks
-                   if any(s.kind in ("block", "view") and s.name == prod.name for s in x.sources[:x.n_inputs])]
+        readers = [x.name for x in _readers(blocks, prod.name)]
         kept = {odims[0] for odims, pdims in src.groups if len(odims) == 1 and len(pdims) == 1}
         if readers == [info.name] and b in info.maps[o] and info.maps[o].index(b) in kept:
             return prod
@@ -261,8 +265,7 @@ def view_epilogue(sch: Schedule, fname: str, info: BlockInfo, blocks: list[Block
     blocks after it (:func:`epilogue_chain`), computed per item at
     ``batch_loop`` once the im2col is (:func:`per_item`): the item's result is still in
     cache. Returns the blocks scheduled (none when there is no such block)."""
-    users = [b for b in blocks if any(s.kind in ("block", "view") and s.name == info.name
-                                      for s in b.sources[:b.n_inputs])]
+    users = _readers(blocks, info.name)
     if len(users) != 1:
         return set()
     user = users[0]
