@@ -179,7 +179,8 @@ def export_library(rt: Any, path: str, graph: Any = None) -> None:
         info = cuda_info(rt, undefined) if cuda else None
         meta = encode(kind="graph" if graph is not None else "module", target=str(rt.target),
                       signatures=rt.signatures, plans=plans, abi=abi, alloc_check=alloc_flag, openmp=openmp,
-                      graph=graph_metadata(graph.signatures, graph.extent_checks) if graph is not None else None,
+                      graph=(graph_metadata(graph.signatures, graph.extent_checks, graph.memory_plan)
+                             if graph is not None else None),
                       cuda=info)
         src = os.path.join(tmp, "entries.c")
         Path(src).write_text(c_source(rt.signatures, plans, abi, metadata=meta,

@@ -1,5 +1,5 @@
 """The build's stages as ``mlc-opt`` passes (``--mlc-memref-abi``, ``--mlc-lower-to-llvm``,
-``--mlc-unroll-jam``, ``--mlc-vector-opt``, ``--mlc-partial-writes``)."""
+``--mlc-unroll-jam``, ``--mlc-vector-opt``, ``--mlc-partial-writes``, ``--mlc-memory-plan``)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from .partial_writes import guard_partial_writes
 from .driver import lower
 from .unroll_jam import unroll_and_jam
 from .exp_approx import approximate_exp
+from .memory_plan import plan_memory
 from .vector_opt import optimize_vectors
 
-__all__ = ["memref_abi", "lower_to_llvm", "vector_opt", "unroll_jam", "partial_writes"]
+__all__ = ["memref_abi", "lower_to_llvm", "vector_opt", "unroll_jam", "partial_writes", "memory_plan"]
 
 
 @register_pass("memref-abi", "rewrite public tensor programs to the memref calling convention")
@@ -58,3 +59,8 @@ exp_approx = _stage_pass("exp-approx", "the build's exp-approx stage: math.exp o
 partial_writes = _stage_pass("partial-writes", "the build's partial-writes stage: vector writes of part of a tensor "
                                                "that upstream bufferization would take for whole ones keep their "
                                                "destination", guard_partial_writes)
+
+
+memory_plan = _stage_pass("memory-plan", "the build's memory-plan stage on bufferized code: a lowered graph "
+                                         "function's intermediates share buffers (TVM's static memory planning)",
+                          plan_memory)

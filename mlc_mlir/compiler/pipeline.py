@@ -38,6 +38,7 @@ from .guards import reject_unsupported
 from .partial_writes import guard_partial_writes
 from .unroll_jam import unroll_and_jam
 from .kernel_calls import kernel_results_to_outputs
+from .memory_plan import plan_memory
 from .exp_approx import approximate_exp
 from .vector_opt import optimize_vectors
 
@@ -125,6 +126,8 @@ def cpu_stages(state: Compilation) -> list[Stage]:
         ModuleStage("kernel-results", kernel_results_to_outputs),
         PassStage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         SIMPLIFY,
+        # a graph function's intermediates share buffers (memory_plan.py)
+        ModuleStage("memory-plan", state.memory_plan),
         # small accumulators of reduction loops: a parallel loop around unrolled and jammed (unroll_jam.py)
         ModuleStage("unroll-jam", functools.partial(unroll_and_jam, target=target, fastmath=fastmath)),
         # accumulators hoisted into registers, contractions -> broadcast + FMA (vector_opt.py)
@@ -207,8 +210,8 @@ class Compilation:
     Set by the driver: ``target``, ``fastmath``. Filled by stages: ``signatures``
     (``memref-abi``), ``parallel`` (``memref-abi``: the module has parallel loops),
     ``plans`` (``fast-entries``); graph builds add ``graph_signatures``, ``env_calls``,
-    ``optimized``, ``extent_checks``, ``input_functions`` (``lower-graph``) and ``source``
-    (the module the code generation starts from).
+    ``optimized``, ``extent_checks``, ``input_functions`` (``lower-graph``), ``source``
+    (the module the code generation starts from) and ``memory_plans`` (``memory-plan``).
     """
 
     target: Target | None = None
@@ -222,6 +225,7 @@ class Compilation:
     extent_checks: dict[str, Any] = field(default_factory=dict)
     source: str | None = None
     input_functions: list[str] = field(default_factory=list)
+    memory_plans: dict[str, Any] = field(default_factory=dict)
 
     def memref_abi(self, module: ir.Module) -> None:
         """The ABI rewrite (:func:`.abi.to_memref_abi`) as a stage: records the signatures."""
@@ -229,6 +233,10 @@ class Compilation:
         if not self.signatures:
             raise BuildError("the module has no public function to compile")
         self.parallel = uses_parallel_loops(module)
+
+    def memory_plan(self, module: ir.Module) -> None:
+        """Graph functions' intermediates in shared buffers (:func:`.memory_plan.plan_memory`)."""
+        self.memory_plans.update(plan_memory(module, Target.of(self.target).num_cores))
 
     def threads(self, module: ir.Module) -> None:
         """``scf.forall`` -> OpenMP when the module has parallel loops, else sequential loops."""

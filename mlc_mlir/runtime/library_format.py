@@ -10,7 +10,8 @@ library whose C string ``mlc_module_metadata`` is this JSON object, and
               "dtypes": ["float32", ...], "plans": [{"name", "dims", "dtypes", "outputs"}, ...]},
      "alloc_check": true, "openmp": false,
      "graph": {"functions": [{"name", "inputs": [...], "outputs": [...]}],
-               "extent_checks": {"main": [["n", 2, "@kern argument 0 dimension 0"], ...]}},
+               "extent_checks": {"main": [["n", 2, "@kern argument 0 dimension 0"], ...]},
+               "memory_plan": {"main": {"intermediates": 20, "buffers": 3, ...}}},
      "cuda": {"arch": "sm_90", "format": "bin" | "isa", "images": 1,
               "entries": ["mgpuLaunchKernel", ...]}}
 
@@ -42,7 +43,7 @@ import numpy as np
 from ..errors import RuntimeError_
 from .fastcall import FastPlan, ndarray_layout, wrapper_layout
 from .signature import ArgSpec, FuncSignature
-from .vm import GraphSignature, TensorSpec
+from .vm import GraphSignature, MemoryPlan, TensorSpec
 
 __all__ = ["FORMAT", "VERSION", "METADATA_SYMBOL", "TABLE_SYMBOL", "MGPU_TABLE_SYMBOL", "CUDA_LOAD_SYMBOL",
            "PTX_SYMBOL", "PY_SLOTS", "abi_layout", "encode", "decode", "Metadata", "CudaInfo"]
@@ -104,6 +105,7 @@ class Metadata:
                                  for g in graph.get("functions", [])}
         self.extent_checks = {name: tuple((c[0], int(c[1]), c[2]) for c in checks)
                               for name, checks in graph.get("extent_checks", {}).items()}
+        self.memory_plan = {name: MemoryPlan.from_json(plan) for name, plan in graph.get("memory_plan", {}).items()}
         cuda = obj.get("cuda")
         self.cuda = None if cuda is None else CudaInfo(str(cuda["arch"]), str(cuda["format"]), int(cuda["images"]),
                                                        tuple(cuda["entries"]))
@@ -133,14 +135,16 @@ def encode(*, kind: str, target: str, signatures: dict[str, FuncSignature], plan
     return json.dumps(obj, separators=(",", ":"))
 
 
-def graph_metadata(signatures: dict[str, GraphSignature], extent_checks: dict[str, tuple]) -> dict[str, Any]:
+def graph_metadata(signatures: dict[str, GraphSignature], extent_checks: dict[str, tuple],
+                   memory_plan: dict[str, MemoryPlan] | None = None) -> dict[str, Any]:
     """The ``graph`` part of the metadata of a built graph (an :class:`~.vm.Executable`)."""
     def specs(items: tuple[TensorSpec, ...]) -> list[dict[str, Any]]:
         return [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype} for t in items]
 
     return {"functions": [{"name": g.name, "inputs": specs(g.inputs), "outputs": specs(g.outputs)}
                           for g in signatures.values()],
-            "extent_checks": {name: [list(c) for c in checks] for name, checks in extent_checks.items()}}
+            "extent_checks": {name: [list(c) for c in checks] for name, checks in extent_checks.items()},
+            "memory_plan": {name: plan.to_json() for name, plan in (memory_plan or {}).items()}}
 
 
 def decode(text: str, where: str) -> Metadata:

@@ -176,7 +176,8 @@ def load_module(path: str | os.PathLike[str]) -> RuntimeModule | Executable:
 
         cuda_rt = load_cuda(lib, path, meta)
         if meta.kind == "graph":
-            return Executable(cuda_rt, meta.graph_signatures, [], CallbackErrors(), None, None, meta.extent_checks)
+            return Executable(cuda_rt, meta.graph_signatures, [], CallbackErrors(), None, None, meta.extent_checks,
+                              meta.memory_plan)
         return cuda_rt
     fast = _fill_table(lib, meta)
     if meta.plans and not fast:
@@ -186,5 +187,6 @@ def load_module(path: str | os.PathLike[str]) -> RuntimeModule | Executable:
                        target=meta.target, after_call=_alloc_hook(lib), keep_alive=[lib],
                        fast_plans=meta.plans if fast else {})
     if meta.kind == "graph":
-        return Executable(rt, meta.graph_signatures, [], CallbackErrors(), None, None, meta.extent_checks)
+        return Executable(rt, meta.graph_signatures, [], CallbackErrors(), None, None, meta.extent_checks,
+                          meta.memory_plan)
     return rt

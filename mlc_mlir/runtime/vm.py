@@ -34,7 +34,7 @@ from .module import ProfileResult, RuntimeModule, check_timing, measure
 from .ndarray import Device, NDArray, as_numpy, cpu
 from .registry import get_func
 
-__all__ = ["TensorSpec", "GraphSignature", "EnvCall", "CallbackErrors", "make_callback", "Executable",
+__all__ = ["TensorSpec", "GraphSignature", "MemoryPlan", "EnvCall", "CallbackErrors", "make_callback", "Executable",
            "VirtualMachine", "GraphFunction", "CudaGraphFunction", "ExtentCheck"]
 
 #: a symbol a called tensor program fixes: (symbol, static size, "@callee argument k dimension d")
@@ -64,6 +64,45 @@ class GraphSignature:
     name: str
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """How a graph function's intermediates are held (``ex.memory_plan["main"]``; the
+    build's ``memory-plan`` stage, TVM's static memory planning): bytes, 64-aligned.
+
+    ``intermediates`` tensors between kernels in ``buffers`` allocations (``dynamic`` of
+    them of a size known at call time only, allocated on their own and not counted in the
+    byte figures); ``planned_bytes``: the most the buffers hold at once; ``live_bytes``: the
+    most the tensors themselves hold at once (a lower bound for any plan); ``total_bytes``:
+    all tensors, one allocation each; ``scratch_bytes``: the most a called kernel allocates
+    for itself (its static buffers, inside a parallel loop once per core); ``peak_bytes``:
+    the most held at once during a call, the buffers and the running kernel's scratch
+    (besides the inputs, outputs and weights).
+    """
+
+    intermediates: int
+    buffers: int
+    dynamic: int
+    planned_bytes: int
+    live_bytes: int
+    total_bytes: int
+    scratch_bytes: int
+    peak_bytes: int
+
+    def to_json(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> MemoryPlan:
+        return cls(**{k: int(obj[k]) for k in cls.__dataclass_fields__})
+
+    def __str__(self) -> str:
+        mb = lambda n: f"{n / 2**20:.1f} MB"  # noqa: E731
+        dyn = f" ({self.dynamic} of dynamic size)" if self.dynamic else ""
+        return (f"{self.intermediates} intermediates in {self.buffers} buffers{dyn}: peak {mb(self.peak_bytes)} "
+                f"(buffers {mb(self.planned_bytes)}, kernel scratch up to {mb(self.scratch_bytes)}); "
+                f"the tensors alone {mb(self.live_bytes)} live at once, {mb(self.total_bytes)} in all")
 
 
 @dataclass(frozen=True)
@@ -123,8 +162,11 @@ class Executable:
 
     def __init__(self, rt: RuntimeModule, signatures: dict[str, GraphSignature], env_calls: list[EnvCall],
                  errors: CallbackErrors, source: Any, optimized: Any = None,
-                 extent_checks: dict[str, tuple[ExtentCheck, ...]] | None = None):
+                 extent_checks: dict[str, tuple[ExtentCheck, ...]] | None = None,
+                 memory_plan: dict[str, MemoryPlan] | None = None):
         self.rt = rt
+        #: per graph function: how its intermediates are held (:class:`MemoryPlan`)
+        self.memory_plan = dict(memory_plan or {})
         #: per graph function: symbols that a called tensor program fixes to a static size
         self.extent_checks = dict(extent_checks or {})
         #: the module after graph optimization and legalization (before lowering)

@@ -59,7 +59,7 @@ def _load(entry: Entry, mod: Module) -> Executable:
     if not isinstance(loaded, Executable) or not isinstance(loaded.rt, LibraryModule):
         raise BuildError(f"{entry.path}: the cached library holds no graph")
     ex = CachedExecutable(AotModule.adopt(loaded.rt), loaded.signatures, [], CallbackErrors(), mod, None,
-                          loaded.extent_checks)
+                          loaded.extent_checks, loaded.memory_plan)
     record = entry.record["files"].get(OPTIMIZED)
     if record is not None:
         ex._optimized_file = (entry.file(OPTIMIZED), record["sha256"])

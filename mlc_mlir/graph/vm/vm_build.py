@@ -22,6 +22,7 @@ The virtual machine that runs the result is :mod:`mlc_mlir.runtime.vm` (no MLIR)
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -38,6 +39,8 @@ from .cached import cached_build
 from ...runtime.vm import CallbackErrors, Executable, ExtentCheck, make_callback
 
 __all__ = ["build", "static_extent_checks"]
+
+log = logging.getLogger(__name__)
 
 
 def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict | None = None,
@@ -90,8 +93,11 @@ def build(mod: Module, target: str = "llvm", *, opt_level: int = 2, op_map: dict
                         print_after_all=print_after_all, callbacks=callbacks, after_call=errors.reraise,
                         library_dir=library_dir)
         state = built.state
-        return Executable(built.runtime, state.graph_signatures, state.env_calls, errors, mod, state.optimized,
-                          state.extent_checks)
+        ex = Executable(built.runtime, state.graph_signatures, state.env_calls, errors, mod, state.optimized,
+                        state.extent_checks, state.memory_plans)
+        for name, plan in ex.memory_plan.items():
+            log.info("memory plan of %s: %s", name, plan)
+        return ex
 
     root = cache_root(cache) if op_map is None and not print_after_all else None
     if root is None:
