@@ -7,8 +7,10 @@ threads.
 Each (model, batch, threads) runs in a child process of its own (the thread counts of
 OpenMP, torch and ONNX Runtime are fixed when they start), which times every runner in
 interleaved rounds and reports medians, the build / compile / session-creation time of
-each, the largest difference to torch eager (relative to its largest value) and the
-process's peak memory after each runner's first call. In each round each runner first
+each, the largest difference to torch eager (relative to its largest value), the
+process's peak memory after each runner's first call and our build's planned peak
+(``ex.memory_plan``: the buffers between kernels and the largest kernel scratch, weights,
+inputs and outputs aside). In each round each runner first
 idles 0.3 s (past the OpenMP workers' default spin of 200 ms, so no runner's threads
 compete with the next one's), makes one call (its weights back in cache), then three
 back-to-back calls whose median is the round's figure (a served model's steady state). Ratios are our time over the
@@ -92,6 +94,7 @@ def _child(name: str, batch: int, threads: int, quick: bool, use_compile: bool, 
     fn = vm["main"]
     got = fn(*arrays).numpy()
     out["runners"]["ours"] = {"setup_s": time.perf_counter() - start, "peak_mb": _peak_mb(),
+                              "plan_mb": ex.memory_plan["main"].peak_bytes / 2**20,
                               "rel": float(np.abs(got - ref).max() / np.abs(ref).max())}
     runners["ours"] = lambda: fn(*arrays)
 
@@ -165,8 +168,8 @@ def _label(r: dict) -> str:
 
 def _table(results: list[dict]) -> str:
     lines = ["| model | batch | threads | ours (ms) | torch eager | torch.compile | ONNX Runtime | ours/eager | "
-             "ours/ORT | build (s) | peak MB (ours) | max rel. diff |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "ours/ORT | build (s) | peak MB (ours) | planned MB | max rel. diff |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         rs = r["runners"]
 
@@ -179,7 +182,7 @@ def _table(results: list[dict]) -> str:
         lines.append(f"| {_label(r)} | {r['batch']} | {r['threads']} | {ms('ours')} | {ms('torch eager')} | "
                      f"{ms('torch.compile')} | {ms('onnxruntime')} | {ours / eager:.2f}x | "
                      f"{f'{ours / ort_ms:.2f}x' if ort_ms else '-'} | {rs['ours']['setup_s']:.1f} | "
-                     f"{rs['ours']['peak_mb']:.0f} | {rs['ours']['rel']:.1e} |")
+                     f"{rs['ours']['peak_mb']:.0f} | {rs['ours']['plan_mb']:.1f} | {rs['ours']['rel']:.1e} |")
     return "\n".join(lines)
 
 

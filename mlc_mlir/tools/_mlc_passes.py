@@ -14,6 +14,7 @@ PASSES = {
     'legalize-ops': 'replace graph ops by call_tir of te-built tensor programs',
     'lower-graph': 'lower graph functions to destination-passing functions of calls',
     'lower-to-llvm': 'the stages of mlc.build (and of mlc.graph.build for graph functions): inline, memref ABI, the CPU pipeline down to the LLVM dialect, fast entries',
+    'memory-plan': "the build's memory-plan stage on bufferized code: a lowered graph function's intermediates share buffers (TVM's static memory planning)",
     'memref-abi': 'rewrite public tensor programs to the memref calling convention',
     'optimize-graph': 'the default graph optimization pipeline (ewise_fma, FuseOps, LegalizeOps, FuseTIR)',
     'partial-writes': "the build's partial-writes stage: vector writes of part of a tensor that upstream bufferization would take for whole ones keep their destination",
