@@ -29,7 +29,7 @@ are ``memref.view`` s of it::
 Two tensors share a buffer only when one's dealloc comes before the other's alloc, so a
 call never reads and writes one buffer. Tensors of dynamic size (a symbolic batch), of
 another memory space or layout, or whose dealloc is not in the function's block keep their
-own ``malloc``. What the plan gives is recorded (:class:`~mlc_mlir.runtime.vm.MemoryPlan`,
+own ``malloc`` (a dynamic one freed after its last reader too). What the plan gives is recorded (:class:`~mlc_mlir.runtime.vm.MemoryPlan`,
 ``ex.memory_plan``): the planned peak (the buffers live at once), what one buffer per tensor
 would hold live at once and allocate in all, and the largest scratch a called kernel
 allocates for itself (an im2col buffer; inside a parallel loop once per core).
@@ -159,28 +159,28 @@ def _last_use(value: ir.Value, fop: ir.Operation, pos: dict) -> int | None:
     return last
 
 
-def _tensors(fop: ir.Operation) -> tuple[list[_Tensor], int, list[ir.Operation]]:
-    """The plannable intermediates of ``fop`` (in program order), the count of the others,
-    and the function's top-level ops."""
+def _tensors(fop: ir.Operation) -> tuple[list[_Tensor], list[_Tensor], int, list[ir.Operation]]:
+    """The plannable intermediates of ``fop`` (in program order), those of a dynamic size
+    whose dealloc can move to their last use (size 0), the count of the others (dynamic ones
+    included), and the function's top-level ops."""
     blocks = list(fop.regions[0].blocks)
-    ops = list(blocks[0].operations) if blocks else []
+    ops = list(blocks[0].operations) if len(blocks) == 1 else []
     pos = {op.operation: i for i, op in enumerate(ops)}
-    out, other = [], 0
+    out, dynamic, other = [], [], 0
     for i, op in enumerate(ops):
         if op.name != "memref.alloc":
             continue
         value = op.results[0]
         size = _bytes(value.type)
         deallocs = [u.owner for u in value.uses if u.owner.name == "memref.dealloc"]
-        if size is None or len(blocks) != 1 or len(deallocs) != 1 or deallocs[0].operation not in pos:
+        last = _last_use(value, fop, pos) if len(deallocs) == 1 and deallocs[0].operation in pos else None
+        if size is None or last is None or last <= i or last > pos[deallocs[0].operation]:
             other += 1
-            continue
-        last = _last_use(value, fop, pos)
-        if last is None or last <= i or last > pos[deallocs[0].operation]:
-            other += 1
+            if size is None and last is not None and i < last < pos[deallocs[0].operation]:
+                dynamic.append(_Tensor(op, deallocs[0], i, last, 0))
             continue
         out.append(_Tensor(op, deallocs[0], i, last, _aligned(size)))
-    return out, other, ops
+    return out, dynamic, other, ops
 
 
 def _assign(tensors: list[_Tensor]) -> list[_Token]:
@@ -222,7 +222,7 @@ def _peak(intervals: list[tuple[int, int, int]], calls: dict[int, int]) -> tuple
 
 
 def _plan_function(fop: ir.Operation, scratch: dict[str, int]) -> MemoryPlan:
-    tensors, other, ops = _tensors(fop)
+    tensors, dynamic, other, ops = _tensors(fop)
     tokens = _assign(tensors)
     calls = {i: scratch.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, 0)
              for i, op in enumerate(ops) if op.name == "func.call"}
@@ -230,6 +230,8 @@ def _plan_function(fop: ir.Operation, scratch: dict[str, int]) -> MemoryPlan:
     planned, peak = _peak([(*tok.span, tok.size) for tok in tokens], calls)
     for tok in tokens:
         _rewrite(tok, ops)
+    for t in dynamic:  # freed after its last reader too, by malloc's own reuse
+        t.dealloc.move_after(ops[t.end])
     return MemoryPlan(intermediates=len(tensors) + other, buffers=len(tokens) + other, dynamic=other,
                       planned_bytes=planned, live_bytes=live, total_bytes=sum(t.size for t in tensors),
                       scratch_bytes=max(calls.values(), default=0), peak_bytes=peak)

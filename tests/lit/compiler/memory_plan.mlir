@@ -35,11 +35,15 @@ func.func @main(%arg0: memref<32x32xf32>, %arg1: memref<16x64xf32>) attributes {
   return
 }
 
-// A tensor of dynamic size keeps its own allocation (and its dealloc where it was).
+// A tensor of dynamic size keeps its own allocation, freed after its last reader.
 // CHECK-LABEL: func.func @dynamic
-// CHECK: memref.alloc(%{{.+}}) : memref<?x8xf32>
+// CHECK: %[[A:.+]] = memref.alloc(%{{.+}}) : memref<?x8xf32>
 // CHECK-NOT: memref.view
-// CHECK: return
+// CHECK: call @kd(%arg0, %[[A]])
+// CHECK-NEXT: call @kd(%[[A]], %arg1)
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK-NEXT: call @kd(%arg0, %arg1)
+// CHECK-NEXT: return
 func.func private @kd(%x: memref<?x8xf32>, %y: memref<?x8xf32>) attributes {mlc.prim_func}
 func.func @dynamic(%arg0: memref<?x8xf32>, %arg1: memref<?x8xf32>) attributes {mlc.lowered_graph} {
   %c0 = arith.constant 0 : index
@@ -47,6 +51,7 @@ func.func @dynamic(%arg0: memref<?x8xf32>, %arg1: memref<?x8xf32>) attributes {m
   %a = memref.alloc(%n) : memref<?x8xf32>
   call @kd(%arg0, %a) : (memref<?x8xf32>, memref<?x8xf32>) -> ()
   call @kd(%a, %arg1) : (memref<?x8xf32>, memref<?x8xf32>) -> ()
+  call @kd(%arg0, %arg1) : (memref<?x8xf32>, memref<?x8xf32>) -> ()
   memref.dealloc %a : memref<?x8xf32>
   return
 }
