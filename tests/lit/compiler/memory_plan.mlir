@@ -1,19 +1,22 @@
 // RUN: mlc-opt %s --mlc-memory-plan | filecheck %s
 
 // A lowered graph function after deallocation: every intermediate freed at the end.
-// %a is last read by @k2, so %c (allocated after that call) takes %a's buffer; %b is
-// still read by @k3, which writes %c, so they keep two buffers. Each buffer is freed
-// right after its last tensor's last reader; the output %out is not planned.
+// The three tensors (4 KiB each) share one 8 KiB arena: %a is last read by @k2, so %c
+// (allocated after that call) takes %a's bytes at offset 0; %b, read by @k3 which writes
+// %c, lives with both and sits at 4096. The arena is freed right after the last reader of
+// its last tensor; the output %out is not planned.
 // CHECK-LABEL: func.func @main
-// CHECK: %[[T0:.+]] = memref.alloc() {alignment = 64 : i64} : memref<4096xi8>
-// CHECK: %[[A:.+]] = memref.view %[[T0]][%{{.+}}][] : memref<4096xi8> to memref<32x32xf32>
+// CHECK: %[[T0:.+]] = memref.alloc() {alignment = 64 : i64} : memref<8192xi8>
+// CHECK: %[[O0:.+]] = arith.constant 0 : index
+// CHECK: %[[A:.+]] = memref.view %[[T0]][%[[O0]]][] : memref<8192xi8> to memref<32x32xf32>
 // CHECK: call @k1(%arg0, %[[A]])
-// CHECK: %[[B:.+]] = memref.alloc() {alignment = 64 : i64} : memref<32x32xf32>
+// CHECK: %[[O1:.+]] = arith.constant 4096 : index
+// CHECK: %[[B:.+]] = memref.view %[[T0]][%[[O1]]][] : memref<8192xi8> to memref<32x32xf32>
 // CHECK: call @k2(%[[A]], %[[B]])
-// CHECK: %[[C:.+]] = memref.view %[[T0]][%{{.+}}][] : memref<4096xi8> to memref<16x64xf32>
+// CHECK: %[[O2:.+]] = arith.constant 0 : index
+// CHECK: %[[C:.+]] = memref.view %[[T0]][%[[O2]]][] : memref<8192xi8> to memref<16x64xf32>
 // CHECK: call @k3(%[[B]], %[[C]])
-// CHECK-NEXT: memref.dealloc %[[B]]
-// CHECK: call @k4(%[[C]], %arg1)
+// CHECK-NEXT: call @k4(%[[C]], %arg1)
 // CHECK-NEXT: memref.dealloc %[[T0]]
 // CHECK-NOT: memref.dealloc
 // CHECK: return
