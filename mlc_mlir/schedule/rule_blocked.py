@@ -7,7 +7,7 @@ register tile with the rows' remainder peeled, k unrolled inside the tile rows
 (:func:`schedule_blocked`).
 
 Decisions (``<block>.<name>`` in the trace): ``parallel``, ``peel_cols``, ``col_block``,
-``split_cores``, ``row_block``, ``rows``, ``k_block``, ``k_unroll``, ``cache_b`` (see
+``split_cores``, ``row_block``, ``rows``, ``k_block``, ``k_unroll``, ``cache_b``, ``epilogue_panel`` (see
 :func:`.rules.apply_rules`).
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 from ..target import Target
 from .payload import BlockInfo
-from .rule_common import (Contraction, column_tile, divisors, largest_divisor, macs, parallel_options, per_item,
-                          register_rows, register_tile_for, view_epilogue, view_producer)
+from .rule_common import (Contraction, column_tile, divisors, epilogue_chain, fuse_epilogue, largest_divisor, macs,
+                          parallel_options, per_item, register_rows, register_tile_for, view_epilogue, view_producer)
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 from .trace import BlockRV, LoopRV
@@ -136,9 +136,25 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
                     parallel_inside=par and not on_batch)
     if done:  # the epilogue per item too
         done |= view_epilogue(sch, fname, info, blocks, scheduled, loops[kind.batch[0]])
+    else:
+        done |= _panel_epilogue(sch, sm, fname, info, blocks, scheduled, outer[0], int(cols.nc))
     if par:
         sch.parallel(loops[kind.batch[0]] if on_batch and done else outer[0])
     return {info.name} | done
+
+
+def _panel_epilogue(sch: Schedule, sm: RuleSampler, fname: str, info: BlockInfo, blocks: list[BlockInfo],
+                    scheduled: set[str], at: LoopRV, nc: int) -> set[str]:
+    """Decision ``epilogue_panel`` (1: the elementwise consumers of the result, a linear
+    layer's bias add and activation, computed per iteration of the outermost loop ``at``,
+    once its block of the result is complete): the block is read back from cache, and
+    the result lives in one block per core instead of a buffer of its own (BERT's
+    1024 x 256 x 1024 feed-forward + bias: a 4 MB buffer written, then read by the add).
+    Returns the blocks scheduled."""
+    chain = epilogue_chain(info, blocks, scheduled) if None not in info.extents else []
+    if not chain or not int(sm.choose("epilogue_panel", [0, 1], 1)):
+        return set()
+    return fuse_epilogue(sch, fname, chain, at, cols=nc, unroll_rows=False)
 
 
 def _row_dims(info: BlockInfo, kind: Contraction) -> list[int]:

@@ -102,6 +102,8 @@ DECISIONS: dict[str, str] = {
     "vector": "elementwise blocks: the vectorized inner factor of the last dim",
     "im2col_at": "contractions reading a block through a reshape (a convolution's im2col): 1: it is computed per "
                  "item of the outer batch loop",
+    "epilogue_panel": "large contractions: 1: the elementwise consumers computed per iteration of the outermost "
+                      "loop, once that block of the result is complete",
 }
 
 

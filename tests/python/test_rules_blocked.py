@@ -6,6 +6,7 @@ its accumulators in registers, and every block size is a decision the tuner can 
 (no timing here: benchmarks/bench_matmul.py)."""
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -271,3 +272,39 @@ def test_register_tile_rule_blocks_k_inside_the_batch_dims():
     out = np.full((b, m, n), np.nan, np.float32)
     mlc.build(sch.mod, target="llvm -mcpu=haswell")["bmm"](a, bv, out)
     np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-3, atol=1e-2)
+
+
+def linear_bias_relu(n):
+    A = te.placeholder((M, K), "float32", name="A")
+    B = te.placeholder((K, n), "float32", name="B")
+    bias = te.placeholder((n,), "float32", name="bias")
+    r = te.reduce_axis((0, K), "r")
+    Y = te.compute((M, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="Y")
+    C = te.compute((M, n), lambda i, j: te.max(Y[i, j] + bias[j], 0), name="C")
+    return te.create_prim_func([A, B, bias, C], name="mm")
+
+
+@pytest.mark.parametrize("panel", [1, 0])
+@pytest.mark.parametrize("n", [N, 320])  # the column blocks shared by the cores, or a block of rows each
+def test_large_matmul_epilogue_per_panel(capsys, panel, n):
+    """Decision ``epilogue_panel``: the bias + ReLU after the contraction computed per
+    iteration of the outermost (parallel) loop, once that block of Y is complete: Y lives
+    in one block per iteration (64 columns, or 128 rows), not a buffer of its own."""
+    target = "llvm -mcpu=haswell -num-cores=2"
+    sch = Schedule(linear_bias_relu(n))
+    apply_rules(sch, target, decide={"epilogue_panel": panel})
+    text = str(sch.trace)
+    assert 'label="Y.epilogue_panel"' in text
+    # at the outermost loop, the parallel one: j0 (columns shared) or ip (rows per core)
+    at = re.findall(r"sch\.reverse_compute_at\(block=b\d+, loop=(l\d+)\)", text)
+    assert at == (re.findall(r"sch\.parallel\(loop=(l\d+)\)", text) if panel else [])
+    after, rt = ir_after_stage(sch.mod, "simplify", capsys, target=target)
+    whole, block = f"memref<{M}x{n}xf32>", ("memref<256x64xf32>" if n == N else f"memref<{M // 2}x{n}xf32>")
+    allocs = re.findall(r"memref\.alloc\(\) .*: (memref<[0-9x]+xf32>)", after)
+    assert (block in allocs and whole not in allocs) if panel else whole in allocs, allocs
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, n), dtype=np.float32)
+    bias = rng.standard_normal(n, dtype=np.float32)
+    c = np.full((M, n), np.nan, np.float32)
+    rt["mm"](a, b, bias, c)
+    np.testing.assert_allclose(c, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-3)
