@@ -71,9 +71,10 @@ class MemoryPlan:
     """How a graph function's intermediates are held (``ex.memory_plan["main"]``; the
     build's ``memory-plan`` stage, TVM's static memory planning): bytes, 64-aligned.
 
-    ``intermediates`` tensors between kernels in ``buffers`` allocations (``dynamic`` of
-    them of a size known at call time only, allocated on their own and not counted in the
-    byte figures); ``planned_bytes``: the most the buffers hold at once; ``live_bytes``: the
+    ``intermediates`` tensors between kernels in ``buffers`` allocations: one arena for
+    the planned ones, and ``dynamic`` allocated on their own and not counted in the byte
+    figures (a size known at call time only, as with a symbolic batch, or a buffer the
+    plan cannot take); ``planned_bytes``: the most the buffers hold at once; ``live_bytes``: the
     most the tensors themselves hold at once (a lower bound for any plan); ``total_bytes``:
     all tensors, one allocation each; ``scratch_bytes``: the most a called kernel allocates
     for itself (its static buffers, inside a parallel loop once per core); ``peak_bytes``:
