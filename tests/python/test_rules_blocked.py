@@ -17,6 +17,7 @@ from mlc_mlir.schedule import Schedule, Trace
 from mlc_mlir.schedule.rules import apply_rules
 from mlc_mlir.testing import filecheck
 
+from test_rules_few_rows import linear_relu
 from test_schedule_perf_shape import ir_after_stage
 
 M, K, N = 256, 512, 384   # 50M multiply-adds, k = 512: the large path
@@ -274,16 +275,6 @@ def test_register_tile_rule_blocks_k_inside_the_batch_dims():
     np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-3, atol=1e-2)
 
 
-def linear_bias_relu(n):
-    A = te.placeholder((M, K), "float32", name="A")
-    B = te.placeholder((K, n), "float32", name="B")
-    bias = te.placeholder((n,), "float32", name="bias")
-    r = te.reduce_axis((0, K), "r")
-    Y = te.compute((M, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="Y")
-    C = te.compute((M, n), lambda i, j: te.max(Y[i, j] + bias[j], 0), name="C")
-    return te.create_prim_func([A, B, bias, C], name="mm")
-
-
 @pytest.mark.parametrize("panel", [1, 0])
 @pytest.mark.parametrize("n", [N, 320])  # the column blocks shared by the cores, or a block of rows each
 def test_large_matmul_epilogue_per_panel(capsys, panel, n):
@@ -291,7 +282,7 @@ def test_large_matmul_epilogue_per_panel(capsys, panel, n):
     iteration of the outermost (parallel) loop, once that block of Y is complete: Y lives
     in one block per iteration (64 columns, or 128 rows), not a buffer of its own."""
     target = "llvm -mcpu=haswell -num-cores=2"
-    sch = Schedule(linear_bias_relu(n))
+    sch = Schedule(linear_relu(M, n, K))
     apply_rules(sch, target, decide={"epilogue_panel": panel})
     text = str(sch.trace)
     assert 'label="Y.epilogue_panel"' in text
@@ -306,5 +297,5 @@ def test_large_matmul_epilogue_per_panel(capsys, panel, n):
     a, b = rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, n), dtype=np.float32)
     bias = rng.standard_normal(n, dtype=np.float32)
     c = np.full((M, n), np.nan, np.float32)
-    rt["mm"](a, b, bias, c)
+    rt["linear"](a, b, bias, c)
     np.testing.assert_allclose(c, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-3)
