@@ -37,8 +37,9 @@ class _MallInfo2(ctypes.Structure):
                  "keepcost")]
 
 
-_mallinfo2 = ctypes.CDLL(None).mallinfo2
-_mallinfo2.restype = _MallInfo2
+_mallinfo2 = getattr(ctypes.CDLL(None), "mallinfo2", None)  # glibc 2.33 or later
+if _mallinfo2 is not None:
+    _mallinfo2.restype = _MallInfo2
 
 
 def _in_use() -> int:
@@ -112,6 +113,9 @@ def main() -> int:
         name, batch, runner = args.child.split(":")
         print("RESULT " + json.dumps(_child(name, int(batch), runner)))
         return 0
+    if _mallinfo2 is None:
+        print("bench_memory: needs glibc's mallinfo2 (glibc 2.33 or later)")
+        return 1
     from bench_common import host_report
 
     print(host_report())

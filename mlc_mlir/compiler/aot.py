@@ -279,7 +279,8 @@ def write_library(lowered: ir.Module, state: Compilation, out_dir: str, *, targe
         plans = dict(state.plans) if abi is not None else {}
         meta = encode(kind="graph" if graph else "module", target=str(target), signatures=state.signatures,
                       plans=plans, abi=abi, alloc_check=has_getter, openmp=openmp,
-                      graph=graph_metadata(state.graph_signatures, state.extent_checks, state.memory_plans) if graph else None)
+                      graph=(graph_metadata(state.graph_signatures, state.extent_checks, state.memory_plans)
+                             if graph else None))
         entries = os.path.join(tmp, "entries.c")
         Path(entries).write_text(c_source(state.signatures, plans, abi, metadata=meta, has_alloc_flag=has_getter,
                                           memref_copy="memrefCopy" in undefined))

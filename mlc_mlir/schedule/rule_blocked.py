@@ -137,24 +137,25 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     if done:  # the epilogue per item too
         done |= view_epilogue(sch, fname, info, blocks, scheduled, loops[kind.batch[0]])
     else:
-        done |= _panel_epilogue(sch, sm, fname, info, blocks, scheduled, outer[0], int(cols.nc))
+        done |= _panel_epilogue(sch, sm, fname, info, blocks, scheduled, outer[0], int(cols.nc) if on_cols else ej)
     if par:
         sch.parallel(loops[kind.batch[0]] if on_batch and done else outer[0])
     return {info.name} | done
 
 
 def _panel_epilogue(sch: Schedule, sm: RuleSampler, fname: str, info: BlockInfo, blocks: list[BlockInfo],
-                    scheduled: set[str], at: LoopRV, nc: int) -> set[str]:
+                    scheduled: set[str], at: LoopRV, cols: int) -> set[str]:
     """Decision ``epilogue_panel`` (1: the elementwise consumers of the result, a linear
     layer's bias add and activation, computed per iteration of the outermost loop ``at``,
-    once its block of the result is complete): the block is read back from cache, and
+    once its block of the result, ``cols`` columns wide, is complete): the block is read
+    back from cache (its columns vectorized up to ``MAX_VECTOR_ELEMENTS``), and
     the result lives in one block per core instead of a buffer of its own (BERT's
     1024 x 256 x 1024 feed-forward + bias: a 4 MB buffer written, then read by the add).
     Returns the blocks scheduled."""
     chain = epilogue_chain(info, blocks, scheduled) if None not in info.extents else []
     if not chain or not int(sm.choose("epilogue_panel", [0, 1], 1)):
         return set()
-    return fuse_epilogue(sch, fname, chain, at, cols=nc, unroll_rows=False)
+    return fuse_epilogue(sch, fname, chain, at, cols=cols, unroll_rows=False)
 
 
 def _row_dims(info: BlockInfo, kind: Contraction) -> list[int]:

@@ -276,23 +276,26 @@ def test_register_tile_rule_blocks_k_inside_the_batch_dims():
 
 
 @pytest.mark.parametrize("panel", [1, 0])
-@pytest.mark.parametrize("n", [N, 320])  # the column blocks shared by the cores, or a block of rows each
-def test_large_matmul_epilogue_per_panel(capsys, panel, n):
+# the column blocks shared by the cores, or a block of rows each (320: by the rule; 576: by
+# decision, rows wider than the epilogue's vectors may be)
+@pytest.mark.parametrize("n,rows", [(N, False), (320, True), (576, True)])
+def test_large_matmul_epilogue_per_panel(capsys, panel, n, rows):
     """Decision ``epilogue_panel``: the bias + ReLU after the contraction computed per
     iteration of the outermost (parallel) loop, once that block of Y is complete: Y lives
     in one block per iteration (64 columns, or 128 rows), not a buffer of its own."""
     target = "llvm -mcpu=haswell -num-cores=2"
     sch = Schedule(linear_relu(M, n, K))
-    apply_rules(sch, target, decide={"epilogue_panel": panel})
+    apply_rules(sch, target, decide={"epilogue_panel": panel, **({"split_cores": 0} if n == 576 else {})})
     text = str(sch.trace)
     assert 'label="Y.epilogue_panel"' in text
     # at the outermost loop, the parallel one: j0 (columns shared) or ip (rows per core)
     at = re.findall(r"sch\.reverse_compute_at\(block=b\d+, loop=(l\d+)\)", text)
     assert at == (re.findall(r"sch\.parallel\(loop=(l\d+)\)", text) if panel else [])
     after, rt = ir_after_stage(sch.mod, "simplify", capsys, target=target)
-    whole, block = f"memref<{M}x{n}xf32>", ("memref<256x64xf32>" if n == N else f"memref<{M // 2}x{n}xf32>")
+    whole, block = f"memref<{M}x{n}xf32>", (f"memref<{M // 2}x{n}xf32>" if rows else "memref<256x64xf32>")
     allocs = re.findall(r"memref\.alloc\(\) .*: (memref<[0-9x]+xf32>)", after)
     assert (block in allocs and whole not in allocs) if panel else whole in allocs, allocs
+    assert not re.search(r"vector<(\d{4,}|[6-9]\d\d|5[2-9]\d|51[3-9])xf32>", after)  # no vector over 512 lanes
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, n), dtype=np.float32)
     bias = rng.standard_normal(n, dtype=np.float32)
