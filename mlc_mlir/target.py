@@ -92,6 +92,24 @@ def host_features() -> frozenset[str]:
     return frozenset(feats)
 
 
+@functools.lru_cache(maxsize=1)
+def host_l2_bytes() -> int | None:
+    """The host's L2 cache per core in bytes (Linux sysfs), or None where it does not say."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for index in sorted(i for i in os.listdir(base) if i.startswith("index")):
+            with open(f"{base}/{index}/level", encoding="utf-8") as f:
+                if f.read().strip() != "2":
+                    continue
+            with open(f"{base}/{index}/size", encoding="utf-8") as f:
+                m = re.fullmatch(r"(\d+)([KMG]?)", f.read().strip())
+            if m:
+                return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
+    except OSError:
+        pass
+    return None
+
+
 def _host_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -197,6 +215,14 @@ class Target:
         """
         lanes = self.vector_lanes(dtype)
         return (self.vector_registers - 3) // 2, 2 * lanes
+
+    @property
+    def l2_bytes(self) -> int | None:
+        """The L2 cache per core in bytes: the host's (sysfs) when this target is the host's
+        CPU, else None (unknown: the rules keep their smallest cache blocks)."""
+        if self.options.get("mcpu", host_cpu_name()) != host_cpu_name():
+            return None
+        return host_l2_bytes()
 
     # -- what the JIT reads --------------------------------------------------------------
     @property

@@ -302,3 +302,20 @@ def test_large_matmul_epilogue_per_panel(capsys, panel, n, rows):
     c = np.full((M, n), np.nan, np.float32)
     rt["linear"](a, b, bias, c)
     np.testing.assert_allclose(c, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("l2, nc", [(2 << 20, 128), (512 << 10, 64), (None, 64)])
+def test_large_matmul_column_block_follows_the_l2(monkeypatch, l2, nc):
+    # the host's L2 (sysfs) picks NC: 128 columns where it holds 1 MiB (B's 512 x 128 panel
+    # an eighth of a 2 MiB L2), else 64; a target naming another CPU keeps 64
+    import mlc_mlir.target as target_mod
+    monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: l2)
+    sch = Schedule(matmul())
+    apply_rules(sch, "llvm -num-cores=2")
+    text = str(sch.trace)
+    assert f"sch.split(loop=l2, factors=[None, {nc}])" in text, text
+    if l2:
+        other = Schedule(matmul())
+        apply_rules(other, "llvm -mcpu=x86-64-v3 -num-cores=2")
+        assert "sch.split(loop=l2, factors=[None, 64])" in str(other.trace)
+    run(sch.mod)

@@ -60,3 +60,19 @@ func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
     out = np.zeros(4, "float32")
     rt["f"](np.arange(4, dtype="float32"), out)
     np.testing.assert_array_equal(out, np.arange(4))
+
+
+def test_l2_cache_of_the_host_only():
+    import os
+    from mlc_mlir.target import host_l2_bytes, host_cpu_name
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    sizes = []
+    if os.path.isdir(base):
+        for index in os.listdir(base):
+            if index.startswith("index") and open(f"{base}/{index}/level").read().strip() == "2":
+                sizes.append(open(f"{base}/{index}/size").read().strip())
+    expected = None if not sizes else int(sizes[0][:-1]) << {"K": 10, "M": 20}[sizes[0][-1]]
+    assert host_l2_bytes() == expected
+    assert Target("llvm").l2_bytes == expected
+    other = "haswell" if host_cpu_name() != "haswell" else "znver3"
+    assert Target(f"llvm -mcpu={other}").l2_bytes is None
