@@ -24,7 +24,7 @@ import math
 from functools import lru_cache
 
 from mlir import ir
-from mlir.dialects import tensor
+from mlir.dialects import arith, tensor
 
 from ..context import mlc_context
 from ..ir import Module
@@ -251,6 +251,7 @@ def _simplify(op: ir.Operation) -> bool:
         changed = True
     for i in range(n_inputs):
         changed |= _collapse_digits(op, i, new_maps, ranges)
+        changed |= _shift_to_slice(op, i, new_maps, ranges)
     if changed:
         op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps])
     return changed
@@ -303,6 +304,49 @@ def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges:
     with ir.InsertionPoint(op), op.location:
         op.operands[i] = tensor.CollapseShapeOp(view_type, src, groups).result
     maps[i] = ir.AffineMap.get(maps[i].n_dims, 0, results)
+    return True
+
+
+def _shift_to_slice(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges: _Ranges) -> bool:
+    """Input ``i`` read at dims shifted by constants (a window's tap ``xp[n, c, y + 1, x + 2]``)
+    read instead through a ``tensor.extract_slice`` at those offsets with plain dims: the
+    block is then elementwise and the rules vectorize it along the row (MobileNet-v2's
+    depthwise 3x3 at 384 channels, 14 x 14, with its bias and ReLU6: LLVM vectorized the
+    taps of one pixel instead, 0.16-0.25 ms against 0.05 without the epilogue; 0.08 ms
+    this way). Only unit-stride shifts (a stride-2 tap through a strided slice became
+    scalar loads: MobileNet-v2's 96-channel stride-2 depthwise 0.83 -> 12.4 ms), inside the
+    input's static shape; ``maps[i]`` updated. True if rewritten."""
+    src = op.operands[i]
+    shape = static_shape(src.type)
+    try:
+        forms = [ranges.form(e) for e in maps[i].results]
+    except _NotLinear:
+        return False
+    offsets, sizes, dims = [], [], []
+    for f, size in zip(forms, shape):
+        terms, const = f
+        if len(terms) != 1 or terms[0][0][0] != "d" or terms[0][1] != 1:
+            return False
+        d = terms[0][0][1]
+        ext = ranges.extents[d]
+        if ext is None and (size is not None or const):  # a dynamic dim only read whole (the batch)
+            return False
+        if ext is not None and (size is None or const < 0 or const + ext > size):
+            return False
+        offsets.append(const)
+        sizes.append(ext)
+        dims.append(d)
+    if not any(offsets) or len(set(dims)) != len(dims):
+        return False
+    elem = ir.RankedTensorType(src.type).element_type
+    dynamic = ir.ShapedType.get_dynamic_size()
+    with ir.InsertionPoint(op), op.location:
+        whole = [tensor.DimOp(src, arith.ConstantOp(ir.IndexType.get(), r).result).result
+                 for r, e in enumerate(sizes) if e is None]
+        static = [dynamic if e is None else e for e in sizes]
+        op.operands[i] = tensor.ExtractSliceOp(ir.RankedTensorType.get(static, elem), src, [], whole, [], offsets,
+                                               static, [1] * len(sizes)).result
+    maps[i] = ir.AffineMap.get(maps[i].n_dims, 0, [ir.AffineDimExpr.get(d) for d in dims])
     return True
 
 

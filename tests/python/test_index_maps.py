@@ -85,3 +85,33 @@ def test_bert_layer_through_simplified_maps_equals_torch():
     with torch.no_grad():
         ref = layer(x).numpy()
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("in_shape,in_map,shifted", [
+    ((4, 10, 12), "d0, d1 + 1, d2 + 2", True),     # a window's tap: read through a slice at (0, 1, 2)
+    ((4, 10, 12), "d0, d1 + 3, d2 + 1", True),
+    ((4, 15, 12), "d0, d1 * 2 + 1, d2 + 2", False),  # strided: kept (strided slices became scalar loads)
+])
+def test_shifted_reads_become_slices_and_get_the_elementwise_rule(in_shape, in_map, shifted):
+    mod = generic(in_shape, (4, 7, 10), in_map, body="%r = arith.maximumf %in, %cst : f32\n"
+                  "      linalg.yield %r : f32")
+    out = simplify_index_maps(mod)
+    text = str(out)
+    assert ("tensor.extract_slice %arg0" in text and "d1 + " not in text) == shifted, text
+    sch = Schedule(out)
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
+    assert ("sch.vectorize(" in str(sch.trace)) == shifted, sch.trace
+    x = np.random.default_rng(3).standard_normal(in_shape, dtype=np.float32)
+    d0, d1, d2 = np.meshgrid(np.arange(4), np.arange(7), np.arange(10), indexing="ij")
+    a, b, c = (eval(e, {"d0": d0, "d1": d1, "d2": d2}) for e in in_map.split(", "))
+    np.testing.assert_array_equal(run(mod, x, (4, 7, 10)), np.maximum(x[a, b, c], 0))
+
+
+def test_shifted_reads_of_a_dynamic_batch_slice_it_whole():
+    src = str(generic((4, 10, 12), (4, 8, 10), "d0, d1 + 2, d2 + 1")).replace("tensor<4x10x12xf32>", "tensor<?x10x12xf32>") \
+        .replace("tensor<4x8x10xf32>", "tensor<?x8x10xf32>")
+    mod = mlc.Module.parse(src)
+    text = str(simplify_index_maps(mod))
+    assert "tensor.dim %arg0" in text and "[0, 2, 1]" in text and "d1 + 2" not in text, text
+    x = np.random.default_rng(4).standard_normal((3, 10, 12), dtype=np.float32)
+    np.testing.assert_array_equal(run(mod, x, (3, 8, 10)), x[:, 2:10, 1:11])

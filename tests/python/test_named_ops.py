@@ -16,7 +16,8 @@ from mlc_mlir import te, topi
 from mlc_mlir.graph import BlockBuilder, Var, op
 from mlc_mlir.schedule.conv_gemm import convs_to_gemm
 from mlc_mlir.schedule.payload import read_blocks
-from mlc_mlir.schedule.rules import default_schedule
+from mlc_mlir.schedule import Schedule
+from mlc_mlir.schedule.rules import apply_rules, default_schedule, window_strategies
 from mlc_mlir.schedule.windows import MAX_TAPS, windows_to_taps
 from mlc_mlir.context import mlc_context
 
@@ -268,3 +269,28 @@ def test_conv2d_gemm_with_a_flat_kernel_pads_once_and_copies_rows(gather):
         out = np.zeros(want.shape, np.float32)
         mlc.build(m)["conv"](xv, wv, out)
         np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("size", [14, 9])
+def test_depthwise_with_its_epilogue_is_vectorized_along_the_row(size):
+    """A stride-1 depthwise convolution followed by its bias and ReLU6 (MobileNet-v2's
+    kernel): the taps read the padded input through slices at their offsets, so the taps'
+    block is elementwise and the rules vectorize it along the output row (with shifted
+    index maps it had no rule, and LLVM vectorized across one pixel's taps: 3x slower)."""
+    x, w = te.placeholder((2, 16, size, size), name="x"), te.placeholder((16, 1, 3, 3), name="w")
+    b = te.placeholder((1, 16, 1, 1), name="b")
+    y = topi.nn.conv2d(x, w, 1, 1, groups=16)
+    z = te.compute(y.shape, lambda n, c, i, j: te.min(te.max(y[n, c, i, j] + b[0, c, 0, 0], 0.0), 6.0), name="clip")
+    mod = mlc.Module.parse(str(te.create_prim_func([x, w, b, z], name="dw")))
+    sched = default_schedule(mod)
+    sch = Schedule(window_strategies(mod))
+    apply_rules(sch, "llvm -mcpu=haswell -num-cores=1")
+    trace = str(sch.trace)
+    tail = trace[trace.index('sch.get_block(name="depthwise_conv2d"'):]
+    assert "sch.vectorize(" in tail.split("sch.get_block(")[1], trace
+    rng = np.random.default_rng(6)
+    vals = [rng.standard_normal(s).astype("float32") for s in ((2, 16, size, size), (16, 1, 3, 3), (1, 16, 1, 1))]
+    want = torch.clamp(F.conv2d(T(vals[0]), T(vals[1]), padding=1, groups=16) + T(vals[2]), 0, 6).numpy()
+    out = np.zeros(want.shape, "float32")
+    mlc.build(sched)["dw"](*vals, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
