@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..target import Target
 from .payload import BlockInfo
-from .rule_common import is_plain, largest_divisor, parallel_options
+from .rule_common import is_plain, largest_divisor, outermost_wide, parallel_options
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 
@@ -44,12 +44,12 @@ def schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Target
     v = largest_divisor(info.extents[last], 4 * lanes)
     if v < 2 or last != info.ndims - 1:
         return
-    (_, inner), _ = sm.split("vector", loops[last], info.extents[last], v, 4 * lanes)
+    (_, inner), v = sm.split("vector", loops[last], info.extents[last], v, 4 * lanes)
     sch.vectorize(inner)
     elements = 1
     for e in info.extents:
         elements *= e if e is not None else 64
-    top = sch.get_loops(block)[0]
+    top = outermost_wide(sch.get_loops(block)[:-1], [*info.extents[:last], info.extents[last] // v])
     want = tgt.num_cores > 1 and elements >= PARALLEL_MIN_ELEMENTS and len(info.extents) > 1
     if int(sm.choose("parallel", parallel_options(tgt), int(want))):
         sch.parallel(top)
@@ -80,5 +80,5 @@ def schedule_copy(sch: Schedule, fname: str, info: BlockInfo, tgt: Target, sm: R
         elements *= e if e is not None else 64
     want = tgt.num_cores > 1 and elements >= PARALLEL_MIN_ELEMENTS
     if int(sm.choose("parallel", parallel_options(tgt), int(want))):
-        sch.parallel(sch.get_loops(sch.get_block(info.name, fname))[0])
+        sch.parallel(outermost_wide(sch.get_loops(sch.get_block(info.name, fname)), list(info.extents)))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..target import Target
 from .payload import BlockInfo
 from .rule_common import (PARALLEL_MIN_FLOPS, Contraction, divisors, epilogue_chain, fuse_epilogue,
-                          largest_divisor, macs, parallel_options)
+                          largest_divisor, macs, outermost_wide, parallel_options)
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 
@@ -68,5 +68,7 @@ def schedule_rfactor(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     done = {info.name} | fuse_epilogue(sch, fname, epilogue_chain(info, blocks, scheduled), j0, cols=nr,
                                        unroll_rows=False)
     if par:
-        sch.parallel(([loops[d] for d in kind.batch] + outer)[0])
+        outer_ext = [ext[kind.i] // mr] if kind.i is not None else []
+        sch.parallel(outermost_wide([loops[d] for d in kind.batch] + outer,
+                                    [ext[d] for d in kind.batch] + outer_ext + [ext[kind.j] // nr]))
     return done
