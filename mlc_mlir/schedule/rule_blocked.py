@@ -45,7 +45,8 @@ MIN_COLUMNS = 256
 NC_BLOCK = 64
 KC_BLOCK = 512
 #: NC on a core with an L2 of at least :data:`LARGE_L2` bytes (the panel of B 256 KiB, an
-#: eighth of a 2 MiB L2): each row of A is then read from L3 half as often. Emerald Rapids
+#: eighth of a 2 MiB L2) when A's block does not stay in L2 (:func:`_a_block_leaves_l2`):
+#: each row of A is then read from L3 half as often. Emerald Rapids
 #: (2 MiB L2, AVX-512), one thread, interleaved: BERT's 1024 x 768 x 2304 contraction 130
 #: -> 154 GFLOP/s (256 columns: 151), 1024 x 3072 x 768 168 / 170 (256: 148); torch 168-173
 NC_LARGE_L2 = 128
@@ -193,9 +194,21 @@ def _column_blocks(sm: RuleSampler, info: BlockInfo, kind: Contraction, tgt: Tar
     if nr == lanes and nr_cap > lanes:
         mr_cap = max(mr_cap, tgt.vector_registers - 4)
     nc_opts = [d for d in divisors(ej, 512) if d % nr == 0] or [ej]
-    nc_block = NC_LARGE_L2 if (tgt.l2_bytes or 0) >= LARGE_L2 else NC_BLOCK
+    nc_block = NC_LARGE_L2 if _a_block_leaves_l2(info, kind, tgt) else NC_BLOCK
     nc = sm.choose("col_block", nc_opts, max(d for d in nc_opts if d <= max(nc_block, nc_opts[0])))
     return _Columns(nr, nc, False, mr_cap)
+
+
+def _a_block_leaves_l2(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
+    """Whether the target's L2 holds :data:`LARGE_L2` bytes and A's block of one k step
+    (the rows by KC) does not stay in half of it: it is then read from L3 once per column
+    block, and wider blocks (:data:`NC_LARGE_L2`) halve that. An A block that stays in L2
+    gains nothing from them, and the copied panel of B, per core, doubles (BERT d256 at
+    batch 1, 128 rows: a call's planned peak 1.4 -> 1.8 MB)."""
+    l2 = tgt.l2_bytes or 0
+    rows, k = info.extents[kind.i], info.extents[kind.reduce[0]]
+    size = max(1, tgt.vector_bits // 8 // tgt.vector_lanes(info.element_type))
+    return l2 >= LARGE_L2 and rows * min(k, KC_BLOCK) * size > l2 // 2
 
 
 def _k_blocks(sch: Schedule, sm: RuleSampler, k: LoopRV, ek: int,

@@ -304,18 +304,25 @@ def test_large_matmul_epilogue_per_panel(capsys, panel, n, rows):
     np.testing.assert_allclose(c, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("l2, nc", [(2 << 20, 128), (512 << 10, 64), (None, 64)])
-def test_large_matmul_column_block_follows_the_l2(monkeypatch, l2, nc):
-    # the host's L2 (sysfs) picks NC: 128 columns where it holds 1 MiB (B's 512 x 128 panel
+@pytest.mark.parametrize("rows, l2, nc", [(1024, 2 << 20, 128), (256, 2 << 20, 64), (1024, 512 << 10, 64),
+                                          (1024, None, 64)])
+def test_large_matmul_column_block_follows_the_l2(monkeypatch, rows, l2, nc):
+    # the host's L2 (sysfs) picks NC: 128 columns where it holds 1 MiB and A's block (the
+    # rows by KC = 512) does not stay in half of it (1024 rows: 2 MiB; B's 512 x 128 panel
     # an eighth of a 2 MiB L2), else 64; a target naming another CPU keeps 64
     import mlc_mlir.target as target_mod
     monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: l2)
-    sch = Schedule(matmul())
+    sch = Schedule(matmul_mnk(rows, N, K))
     apply_rules(sch, "llvm -num-cores=2")
     text = str(sch.trace)
     assert f"sch.split(loop=l2, factors=[None, {nc}])" in text, text
-    if l2:
-        other = Schedule(matmul())
+    if nc == 128:
+        other = Schedule(matmul_mnk(rows, N, K))
         apply_rules(other, "llvm -mcpu=x86-64-v3 -num-cores=2")
         assert "sch.split(loop=l2, factors=[None, 64])" in str(other.trace)
-    run(sch.mod)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((rows, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    c = np.full((rows, N), np.nan, np.float32)
+    mlc.build(sch.mod)["mm"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
