@@ -270,3 +270,26 @@ def test_build_levels_agree(rng):
     x = rng.standard_normal((5, 8)).astype("float32")
     for level in range(4):
         np.testing.assert_allclose(run(mod, x, opt_level=level), ref(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu_tanh", "relu6"])
+def test_activation_between_reshapes_fuses_with_the_linear_layer(act):
+    """torch's Linear on a 3-D input is view -> addmm -> view: the activation sat between a
+    reshape and its inverse, and FuseOps stopped at the reshape (the activation a kernel of
+    its own over the whole result). rewrite-reshape-unary moves it onto the 2-D result:
+    one kernel fewer, the activation fused with the matmul + bias, equal to torch."""
+    torch = pytest.importorskip("torch")
+    from mlc_mlir.graph.transform.optimize import count_kernels, optimize
+    layer = {"relu": torch.nn.ReLU(), "gelu_tanh": torch.nn.GELU(approximate="tanh"), "relu6": torch.nn.ReLU6()}[act]
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(32, 64), layer, torch.nn.Linear(64, 32)).eval()
+    x = torch.randn(2, 8, 32)
+    mod = mlc.frontend.from_exported_program(torch.export.export(m, (x,)))
+    before, after = optimize(mod, opt_level=1), optimize(mod, opt_level=2)
+    assert count_kernels(after) == count_kernels(before) - 1
+    name = {"relu6": "clip"}.get(act, act)
+    fused = [f for f in after.functions if f.startswith("fused_matmul_add_") and f.endswith(name)]
+    assert fused and not any("reshape_" + name in f for f in after.functions), after.functions
+    ex = mlc.graph.build(mod, "llvm", cache=False)
+    y = mlc.graph.VirtualMachine(ex, mlc.cpu())["main"](x.numpy()).numpy()
+    np.testing.assert_allclose(y, m(x).detach().numpy(), rtol=1e-5, atol=1e-5)

@@ -7,7 +7,9 @@ One list of named stages, read top to bottom; each is the pass registered under 
 stage                  opt_level  what
 =====================  =========  ==================================================
 ``rewrite-ewise-fma``  >= 2       multiply + add -> ewise_fma (:mod:`.rewrite`)
-``remove-unused``      >= 2       drop the bindings the rewrite left dead
+``rewrite-reshape-     >= 2       reshape -> activation -> reshape back ->
+unary``                           the activation (:mod:`.rewrite`)
+``remove-unused``      >= 2       drop the bindings the rewrites left dead
 ``fold-batch-norm``    >= 1       conv2d + batch_norm -> conv2d of scaled weights + bias
 ``fold-constant``      >= 1       ops of constants -> constants (:mod:`.fold_constant`)
 ``fuse-ops``           >= 1       group ops into primitive functions (FuseOps)
@@ -42,7 +44,7 @@ def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None =
         raise GraphError(f"opt_level must be an int from 0 to {MAX_OPT_LEVEL}, got {opt_level!r}")
     names: list[str] = []
     if opt_level >= 2:
-        names += ["rewrite-ewise-fma", "remove-unused"]
+        names += ["rewrite-ewise-fma", "rewrite-reshape-unary", "remove-unused"]
     if opt_level >= 1:
         names += ["fold-batch-norm", "fold-constant", "fuse-ops", "legalize-ops", "fuse-tir"]
     options = {"legalize-ops": {"op_map": op_map}} if op_map else {}
