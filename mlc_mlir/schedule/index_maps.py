@@ -267,15 +267,24 @@ def _digits(ranges: _Ranges, d: int, sizes: list[int]) -> list[_Lin]:
     return out[::-1]
 
 
+def _input_forms(op: ir.Operation, i: int, maps: list[ir.AffineMap],
+                 ranges: _Ranges) -> tuple[ir.Value, list[int | None], list[_Lin] | None]:
+    """Input ``i``, its static shape and its index map's results as linear forms (None
+    where one is not linear)."""
+    src = op.operands[i]
+    try:
+        forms = [ranges.form(e) for e in maps[i].results]
+    except _NotLinear:
+        forms = None
+    return src, static_shape(src.type), forms
+
+
 def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges: _Ranges) -> bool:
     """Input ``i`` read at the digits of one dim in consecutive dims (``col[r, p floordiv
     28, p mod 28]``: a collapse reshape) read through a ``tensor.collapse_shape`` view at
     that dim; True if viewed."""
-    src = op.operands[i]
-    shape = static_shape(src.type)
-    try:
-        forms = [ranges.form(e) for e in maps[i].results]
-    except _NotLinear:
+    src, shape, forms = _input_forms(op, i, maps, ranges)
+    if forms is None:
         return False
     groups: list[list[int]] = []
     results: list[ir.AffineExpr] = []
@@ -316,11 +325,8 @@ def _shift_to_slice(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges: 
     this way). Only unit-stride shifts (a stride-2 tap through a strided slice became
     scalar loads: MobileNet-v2's 96-channel stride-2 depthwise 0.83 -> 12.4 ms), inside the
     input's static shape; ``maps[i]`` updated. True if rewritten."""
-    src = op.operands[i]
-    shape = static_shape(src.type)
-    try:
-        forms = [ranges.form(e) for e in maps[i].results]
-    except _NotLinear:
+    src, shape, forms = _input_forms(op, i, maps, ranges)
+    if forms is None:
         return False
     offsets, sizes, dims = [], [], []
     for f, size in zip(forms, shape):
