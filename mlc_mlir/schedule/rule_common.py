@@ -30,8 +30,8 @@ from .trace import BlockRV, LoopRV
 
 __all__ = ["PARALLEL_MIN_FLOPS", "Contraction", "contraction_of", "is_plain", "register_tile_for",
            "vector_lanes_or_none", "largest_divisor", "divisors", "macs", "column_tile", "parallel_options",
-           "outermost_wide", "sample_rows", "register_rows", "epilogue_chain", "fuse_epilogue", "loops_inside", "view_producer",
-           "per_item", "view_epilogue"]
+           "outermost_wide", "sample_rows", "register_rows", "epilogue_chain", "fuse_epilogue", "loops_inside",
+           "view_producer", "per_item", "view_epilogue"]
 
 log = logging.getLogger("mlc_mlir.schedule.rules")
 

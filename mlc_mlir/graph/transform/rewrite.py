@@ -44,7 +44,6 @@ from ..ir.analysis import (PURE_MLC_OPS, clone_module, func_name, graph_function
 from ..builder.emit import Emitter
 from ...tensor_types import format_shape
 from ..ir.expr import Call, Expr
-from ..ir.op_base import _call
 from .outline import outline_ops, users
 
 __all__ = ["Node", "Rewriter", "Pattern", "pattern", "apply_patterns", "ewise_fma", "unary_through_reshapes",
@@ -390,4 +389,4 @@ def unary_through_reshapes(back: Node) -> Expr | None:
     x = there.args[0]
     if x.shape != back.shape or x.dtype != back.dtype:
         return None
-    return _call(f.op, [x], f.attrs or None)
+    return Call(f.op, [x], dict(f.attrs), x.shape, f.dtype)  # elementwise: x's shape
