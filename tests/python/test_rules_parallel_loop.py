@@ -28,14 +28,15 @@ def _parallel_loop(trace: str, block: str) -> int:
     raise AssertionError(trace)
 
 
-@pytest.mark.parametrize("batch,expected", [(1, 1), (2, 0)])
-def test_elementwise_block_of_a_batch_of_one_runs_its_channels_in_parallel(batch, expected):
-    x = te.placeholder((batch, 64, 56, 56), name="x")
+@pytest.mark.parametrize("batch,size,expected", [(1, 56, 1), (2, 56, 0), (1, 28, 1)])
+def test_elementwise_block_of_a_batch_of_one_runs_its_channels_in_parallel(batch, size, expected):
+    # (64 x 28 x 28: 50K elements, in parallel from 32K: MobileNet-v2's 14 x 14 layers)
+    x = te.placeholder((batch, 64, size, size), name="x")
     y = te.compute(x.shape, lambda n, c, i, j: te.max(x[n, c, i, j], 0.0), name="relu")
     sch = Schedule(te.create_prim_func([x, y], name="k"))
     apply_rules(sch, TARGET)
     assert _parallel_loop(str(sch.trace), "relu") == expected, sch.trace
-    xv = np.random.default_rng(0).standard_normal((batch, 64, 56, 56), dtype=np.float32)
+    xv = np.random.default_rng(0).standard_normal((batch, 64, size, size), dtype=np.float32)
     out = np.zeros_like(xv)
     mlc.build(sch.mod)["k"](xv, out)
     np.testing.assert_array_equal(out, np.maximum(xv, 0))
