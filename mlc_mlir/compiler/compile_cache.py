@@ -113,10 +113,11 @@ def _versions() -> dict[str, str]:
 
 
 def target_fingerprint(target: Target) -> dict[str, Any]:
-    """What a build for ``target`` depends on: its text, CPU, features and cores (the host's when
-    the target names none), the host CPU LLVM detects."""
+    """What a build for ``target`` depends on: its text, CPU, features, cores and L2 size (the
+    host's when the target names none; the rules' column blocks follow the L2), the host CPU
+    LLVM detects."""
     return {"target": str(target), "cpu": target.cpu, "features": sorted(target.features),
-            "cores": target.num_cores, "host_cpu": host_cpu_name()}
+            "cores": target.num_cores, "l2": target.l2_bytes, "host_cpu": host_cpu_name()}
 
 
 def module_digest(mod: Module, h: Any) -> None:

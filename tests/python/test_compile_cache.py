@@ -109,7 +109,7 @@ def test_fresh_library_build_exports_object_code(cache, tmp_path):
     assert (tmp_path / "mlp.o").stat().st_size > 0 and "define" in (tmp_path / "mlp.ll").read_text()
 
 
-@pytest.mark.parametrize("change", ["weight", "target", "opt_level", "llvm_opt_level", "version", "source"])
+@pytest.mark.parametrize("change", ["weight", "target", "l2", "opt_level", "llvm_opt_level", "version", "source"])
 def test_a_change_misses(cache, records, monkeypatch, change):
     mlc.graph.build(mlp_module(P))
     records()
@@ -119,6 +119,9 @@ def test_a_change_misses(cache, records, monkeypatch, change):
         p["w1"][3, 5] += 1.0
     elif change == "target":
         kwargs["target"] = "llvm -mattr=+avx2"  # runs here; another target string, another key
+    elif change == "l2":  # the same target string on a host of another L2 (the rules' column blocks)
+        import mlc_mlir.target as target_mod
+        monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: 12345 << 10)
     elif change == "opt_level":
         kwargs["opt_level"] = 1
     elif change == "llvm_opt_level":
