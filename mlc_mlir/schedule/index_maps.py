@@ -252,6 +252,7 @@ def _simplify(op: ir.Operation) -> bool:
     for i in range(n_inputs):
         changed |= _collapse_digits(op, i, new_maps, ranges)
         changed |= _shift_to_slice(op, i, new_maps, ranges)
+        changed |= _unit_index_as_dim(i, new_maps, shapes, ranges)
     if changed:
         op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps])
     return changed
@@ -356,6 +357,29 @@ def _shift_to_slice(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges: 
     return True
 
 
+def _unit_index_as_dim(i: int, maps: list[ir.AffineMap], shapes: list[list[int | None]], ranges: _Ranges) -> bool:
+    """Input ``i`` read at index 0 of a size-1 dim where the output is indexed by a loop of
+    one iteration (a batch of one: ``y[0, c, h, w]`` written at ``[d0, c, h, w]``, d0 in
+    {0}) read at that loop's dim instead: the same element, and the read is then plain, so
+    the block can be computed on its producer's tile (``reverse_compute_at``: a depthwise
+    convolution's bias and ReLU6 on its taps' rows at batch 1). ``maps[i]`` updated; True
+    if rewritten."""
+    out, read = maps[-1].results, list(maps[i].results)
+    if len(out) != len(read) or len(shapes[i]) != len(read):
+        return False
+    used = {e.position for e in read if isinstance(e, ir.AffineDimExpr)}
+    changed = False
+    for r, (o, e) in enumerate(zip(out, read)):
+        if (isinstance(e, ir.AffineConstantExpr) and e.value == 0 and shapes[i][r] == 1
+                and isinstance(o, ir.AffineDimExpr) and ranges.extents[o.position] == 1 and o.position not in used):
+            read[r] = ir.AffineDimExpr.get(o.position)
+            used.add(o.position)
+            changed = True
+    if changed:
+        maps[i] = ir.AffineMap.get(maps[i].n_dims, 0, read)
+    return changed
+
+
 def simplify_index_maps(mod: Module) -> Module:
     """``mod`` with every ``linalg.generic``'s index maps simplified with its loops' ranges
     and inputs read in mixed radix viewed in their factors (a copy; ``mod`` itself when no
@@ -363,7 +387,7 @@ def simplify_index_maps(mod: Module) -> Module:
     with mlc_context():
         texts = {name: op.get_asm(large_elements_limit=None)
                  for name, op in symbol_ops(mod.mlir_module, defined=True).items()
-                 if any(_nonplain(g) for g in walk_ops(op, ("linalg.generic",)))}
+                 if any(_nonplain(g) or _unit_constant(g) for g in walk_ops(op, ("linalg.generic",)))}
     if not texts:
         return mod
     out = None
@@ -386,3 +410,9 @@ def _nonplain(op: ir.Operation) -> bool:
     """Whether a generic reads or writes at an index other than a dim or a constant."""
     return any(not isinstance(e, (ir.AffineDimExpr, ir.AffineConstantExpr))
                for a in ir.ArrayAttr(op.attributes["indexing_maps"]) for e in ir.AffineMapAttr(a).value.results)
+
+
+def _unit_constant(op: ir.Operation) -> bool:
+    """Whether a generic reads an input at a constant index (``y[0, c, h, w]``: a batch of one)."""
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    return any(isinstance(e, ir.AffineConstantExpr) for m in maps[:-1] for e in m.results)

@@ -40,14 +40,16 @@ large contraction (:data:`LARGE_MACS` multiply-adds, a reduction of :data:`K_BLO
     over the cores, one block of rows per core (``ip, j0, ...``) instead.
 elementwise (only spatial dims; :mod:`.rule_elementwise`)
     the last dim split by the largest divisor up to four vectors, vectorized; the
-    outermost loop parallel above :data:`PARALLEL_MIN_ELEMENTS` elements.
+    outermost loop parallel above :data:`PARALLEL_MIN_ELEMENTS` elements; elementwise
+    blocks reading its result over the same shape (a depthwise convolution's epilogue)
+    computed on each of its row tiles.
 other blocks (reductions into the last output dim: softmax rows, sums)
     left as they are (the build lowers them to loops).
 
 Each choice is a named decision of its block (:data:`DECISIONS`: ``parallel``, ``cols``,
 ``peel_cols``, ``rows``, ``split_cores``, ``epilogue_at``; for large contractions
 ``col_block``, ``row_block``, ``k_block``, ``k_unroll``, ``cache_b``; for elementwise
-blocks ``vector``). ``tunable=True`` records each as a ``sample_perfect_tile`` /
+blocks ``vector`` and ``fuse_epilogue``). ``tunable=True`` records each as a ``sample_perfect_tile`` /
 ``sample_categorical`` labelled ``"<block>.<name>"`` (``label="Y.rows"``), with the rule's
 choice as the decision: the trace replays to the same schedule. ``decide=`` picks the
 decisions instead, by name (:mod:`.rule_sampler`; the auto-tuner's space,
@@ -75,7 +77,7 @@ from .index_maps import simplify_index_maps
 from .windows import windows_to_taps
 from .payload import BlockInfo, read_blocks
 from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, MIN_COLUMNS, NC_BLOCK, is_large, schedule_blocked
-from .rule_common import PARALLEL_MIN_FLOPS, contraction_of, register_tile_for, vector_lanes_or_none
+from .rule_common import PARALLEL_MIN_FLOPS, contraction_of, epilogue_chain, register_tile_for, vector_lanes_or_none
 from .rule_elementwise import PARALLEL_MIN_ELEMENTS, is_copy, is_elementwise, is_gather, schedule_copy, schedule_elementwise
 from .rule_rfactor import lanes_along_k, schedule_rfactor
 from .rule_sampler import Decide, Decision, RuleSampler
@@ -100,6 +102,8 @@ DECISIONS: dict[str, str] = {
     "k_unroll": "large contractions: the k steps unrolled inside the tile's rows",
     "cache_b": "large contractions: 1: B's KC x NC panel copied into a local buffer",
     "vector": "elementwise blocks: the vectorized inner factor of the last dim",
+    "fuse_epilogue": "elementwise blocks: 1: the elementwise blocks reading the result over the same shape "
+                     "computed on each of its row tiles",
     "im2col_at": "contractions reading a block through a reshape (a convolution's im2col): 1: it is computed per "
                  "item of the outer batch loop",
     "epilogue_panel": "large contractions: 1: the elementwise consumers computed per iteration of the outermost "
@@ -230,7 +234,8 @@ def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Targ
     for info in blocks:
         if info.name not in done and is_elementwise(info):
             with sm.block(fname, info.name):
-                schedule_elementwise(sch, fname, info, tgt, sm, lanes[info.name])
+                chain = [b for b in epilogue_chain(info, blocks, done) if lanes[b.name] is not None]
+                done |= schedule_elementwise(sch, fname, info, tgt, sm, lanes[info.name], chain)
         elif info.name not in done and (is_copy(info) or is_gather(info)):
             with sm.block(fname, info.name):
                 schedule_copy(sch, fname, info, tgt, sm)

@@ -115,3 +115,16 @@ def test_shifted_reads_of_a_dynamic_batch_slice_it_whole():
     assert "tensor.dim %arg0" in text and "[0, 2, 1]" in text and "d1 + 2" not in text, text
     x = np.random.default_rng(4).standard_normal((3, 10, 12), dtype=np.float32)
     np.testing.assert_array_equal(run(mod, x, (3, 8, 10)), x[:, 2:10, 1:11])
+
+
+@pytest.mark.parametrize("in_map,rewritten", [
+    ("0, d1, d2", True),    # a batch of one read at index 0: the batch loop's dim instead
+    ("d0, 0, d2", False),   # index 0 of a size-1 dim whose loop has 3 iterations: a broadcast, kept
+])
+def test_index_zero_of_a_unit_loop_becomes_its_dim(in_map, rewritten):
+    in_shape, out_shape = ((1, 3, 8), (1, 3, 8)) if rewritten else ((1, 1, 8), (1, 3, 8))
+    mod = generic(in_shape, out_shape, in_map, body="%r = arith.maximumf %in, %cst : f32\n      linalg.yield %r : f32")
+    text = str(simplify_index_maps(mod))
+    assert ("(d0, d1, d2) -> (0, d1, d2)" not in text and "(d0, d1, d2) -> (d0, 0, d2)" not in text) == rewritten, text
+    x = np.random.default_rng(5).standard_normal(in_shape, dtype=np.float32)
+    np.testing.assert_array_equal(run(mod, x, out_shape), np.broadcast_to(np.maximum(x, 0), out_shape))
