@@ -75,6 +75,7 @@ from ..target import Target
 from .conv_gemm import convs_to_gemm
 from .index_maps import simplify_index_maps
 from .windows import windows_to_taps
+from .view_epilogues import collapse_view_epilogues
 from .payload import BlockInfo, read_blocks
 from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, MIN_COLUMNS, NC_BLOCK, is_large, schedule_blocked
 from .rule_common import PARALLEL_MIN_FLOPS, contraction_of, epilogue_chain, register_tile_for, vector_lanes_or_none
@@ -258,8 +259,11 @@ def window_strategies(mod: Module) -> Module:
     named convolutions -> im2col + contraction (:func:`.conv_gemm.convs_to_gemm`), pooling
     and depthwise convolutions -> unrolled taps (:func:`.windows.windows_to_taps`), then
     index maps simplified with the loops' ranges (:func:`.index_maps.simplify_index_maps`;
-    the contraction reads the convolution's im2col through a view)."""
-    return simplify_index_maps(windows_to_taps(convs_to_gemm(mod)))
+    the contraction reads the convolution's im2col through a view), and elementwise blocks
+    reading a result through an expand reshape run in its collapsed shape
+    (:func:`.view_epilogues.collapse_view_epilogues`: a convolution's epilogue on the
+    contraction's tile)."""
+    return collapse_view_epilogues(simplify_index_maps(windows_to_taps(convs_to_gemm(mod))))
 
 
 def graph_default_schedule(mod: Module, target: Target | str | None, opt_level: int) -> Module:

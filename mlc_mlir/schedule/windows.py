@@ -57,6 +57,33 @@ def windows_to_taps(mod: Module) -> Module:
     return rewrite_named(mod, WINDOW_OPS, _helper, "window-taps")
 
 
+def _phases(a: Any, window: tuple[int, int], strides: tuple[int, int], dilations: tuple[int, int],
+            pads: tuple[int, int, int, int], value: float, out_hw: tuple[int, int]) -> dict[tuple[int, int], Any]:
+    """The padded input of a strided window split in its stride phases: phase ``(py, px)``
+    holds ``padded[n, c, sh * r + py, sw * q + px]``, so tap ``(ky, kx)`` reads phase
+    ``(ky * dh % sh, kx * dw % sw)`` at ``[y + ky * dh // sh, x + kx * dw // sw]``."""
+    (kh, kw), (sh, sw), (dh, dw) = window, strides, dilations
+    top, left, bottom, right = pads
+    _, _, h, wd = a.shape
+    oh, ow = out_hw
+    reach: dict[tuple[int, int], list[int]] = {}
+    for ky in range(kh):
+        for kx in range(kw):
+            (qy, py), (qx, px) = divmod(ky * dh, sh), divmod(kx * dw, sw)
+            rows, cols = reach.setdefault((py, px), [0, 0])
+            reach[py, px] = [max(rows, qy), max(cols, qx)]
+    out = {}
+    for (py, px), (qy, qx) in sorted(reach.items()):
+        def body(n: Any, c: Any, r: Any, q: Any, py: int = py, px: int = px) -> Any:
+            row, col = r * sh + (py - top), q * sw + (px - left)
+            conds = [cond for cond, pad in ((row >= 0, top), (row < h, bottom), (col >= 0, left), (col < wd, right))
+                     if pad]
+            read = a[n, c, te.min(te.max(row, 0), h - 1), te.min(te.max(col, 0), wd - 1)]
+            return te.if_then_else(te.all(*conds), read, value) if conds else read
+        out[py, px] = te.compute((a.shape[0], a.shape[1], oh + qy, ow + qx), body, name=f"pad{py}{px}")
+    return out
+
+
 def _pair(op: ir.Operation, name: str) -> tuple[int, int]:
     if name not in op.attributes:
         return 1, 1
@@ -97,11 +124,16 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
     # padded once, then affine reads (row loads along the output width, the outer loop in
     # parallel): a depthwise convolution, or a window of stride 1; strided pooling reads
     # the input in place as gathers (ResNet-18's max pooling: 0.74 ms, padded 1.19 ms)
-    padded = (pad_hw(a, pads, pad_value if pad_value is not None else 0.0, named=False)
-              if kind == DEPTHWISE or (sh, sw) == (1, 1) else None)
+    value_pad = pad_value if pad_value is not None else 0.0
+    padded = pad_hw(a, pads, value_pad, named=False) if (sh, sw) == (1, 1) else None
+    phases = (_phases(a, (kh, kw), (sh, sw), (dh, dw), pads, value_pad, oshape[2:])
+              if kind == DEPTHWISE and (sh, sw) != (1, 1) else None)
 
     def tap(n: Any, c: Any, y: Any, x: Any, ky: int, kx: int) -> Any:
-        if padded is not None:
+        if phases is not None:
+            (py, qy), (px, qx) = divmod(ky * dh, sh)[::-1], divmod(kx * dw, sw)[::-1]
+            value = phases[py, px][n, c, y + qy, x + qx]
+        elif padded is not None:
             value = padded[n, c, y * sh + ky * dh, x * sw + kx * dw]
         else:
             row, col = y * sh + ky * dh - top, x * sw + kx * dw - left

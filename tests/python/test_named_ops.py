@@ -193,9 +193,13 @@ def test_window_strategy_unrolls_taps_and_equals_torch(name):
     text = str(taps)
     assert named not in text and "tensor.pad" not in text, text
     # a depthwise convolution or a stride-1 window reads the input padded once (a compute of
-    # its own, the only gather) at affine indices; strided pooling gathers its taps in place
-    padded = name.startswith("depthwise") or name == "avg_pool_pad"
+    # its own, the only gather) at affine indices; a strided depthwise convolution reads it
+    # split in its four stride phases (one compute each); strided pooling gathers its taps in place
+    padded = name == "depthwise_dilated_5x5" or name == "avg_pool_pad"
     assert (text.count("tensor.extract ") == 1 and "_pad\"" in text) == padded, text
+    phases = name == "depthwise_stride_pad"
+    assert (text.count("tensor.extract ") == 4 and all(f'_pad{p}"' in text for p in ("00", "01", "10", "11"))) == phases, \
+        text
     sched = default_schedule(mod)
     assert "vector.gather" in str(sched)  # the rules vectorized the pad (or the taps) along the width
     rng = np.random.default_rng(5)
@@ -296,15 +300,17 @@ def test_depthwise_with_its_epilogue_is_vectorized_along_the_row(size):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("batch", [1, 3])
-def test_depthwise_epilogue_is_computed_on_each_row_of_the_taps(batch):
+@pytest.mark.parametrize("batch,stride", [(1, 1), (3, 1), (1, 2), (2, 2)])
+def test_depthwise_epilogue_is_computed_on_each_row_of_the_taps(batch, stride):
     """The bias + ReLU6 after a depthwise convolution's taps is computed on each row
     right after the taps (``reverse_compute_at``), at a batch of one too (its read
     ``y[0, c, i, j]`` is taken as the batch loop's dim), instead of a pass of its own over
-    the whole result (MobileNet-v2's 144-channel 56 x 56 layer at batch 8: 3.8 -> 2.6 ms)."""
+    the whole result (MobileNet-v2's 144-channel 56 x 56 layer at batch 8: 3.8 -> 2.6 ms).
+    At stride 2 the taps read the input's stride phases at unit strides, so they are
+    vectorized and fused the same way (no gather left in the taps)."""
     x, w = te.placeholder((batch, 16, 12, 12), name="x"), te.placeholder((16, 1, 3, 3), name="w")
     b = te.placeholder((1, 16, 1, 1), name="b")
-    y = topi.nn.conv2d(x, w, 1, 1, groups=16)
+    y = topi.nn.conv2d(x, w, stride, 1, groups=16)
     if batch == 1:  # as legalization writes it at a batch of one
         z = te.compute(y.shape, lambda n, c, i, j: te.min(te.max(y[0, c, i, j] + b[0, c, 0, 0], 0.0), 6.0),
                        name="clip")
@@ -318,9 +324,12 @@ def test_depthwise_epilogue_is_computed_on_each_row_of_the_taps(batch):
     assert 'sch.get_block(name="clip"' in trace and "sch.reverse_compute_at(" in trace, trace
     after = trace[trace.index("sch.reverse_compute_at("):]
     assert "sch.vectorize(" in after, trace
+    taps = trace[trace.index('sch.get_block(name="depthwise_conv2d"'):].split("sch.get_block(")[1]
+    assert "sch.vectorize(" in taps, trace
     rng = np.random.default_rng(7)
     vals = [rng.standard_normal(s).astype("float32") for s in ((batch, 16, 12, 12), (16, 1, 3, 3), (1, 16, 1, 1))]
-    want = torch.clamp(F.conv2d(T(vals[0]), T(vals[1]), padding=1, groups=16) + T(vals[2]), 0, 6).numpy()
+    want = torch.clamp(F.conv2d(T(vals[0]), T(vals[1]), stride=stride, padding=1, groups=16) + T(vals[2]),
+                       0, 6).numpy()
     out = np.zeros(want.shape, "float32")
     mlc.build(sch.mod)["dw"](*vals, out)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
