@@ -58,6 +58,8 @@ class BlockInfo:
     element_type: str
     loop_names: tuple[str, ...] = ()
     body: tuple[str, ...] = ()
+    #: the function returns the result (directly or through a reshape), besides any block reading it
+    returned: bool = False
 
     @property
     def ndims(self) -> int:
@@ -197,7 +199,22 @@ def _describe(name: str, fname: str, order: int, op: ir.Operation, gop: ir.Opera
                      iters=iters, maps=maps, shapes=shapes, sources=sources, n_inputs=n_inputs,
                      has_init=has_init, element_type=_element_type(operands[-1]),
                      loop_names=_loop_names(op, len(iters)),
-                     body=tuple(o.operation.name for o in gop.regions[0].blocks[0].operations))
+                     body=tuple(o.operation.name for o in gop.regions[0].blocks[0].operations),
+                     returned=_returned(op))
+
+
+def _returned(op: ir.Operation) -> bool:
+    """Whether a result of ``op`` reaches the function's ``func.return`` (through reshapes)."""
+    values = list(op.results)
+    while values:
+        v = values.pop()
+        for use in v.uses:
+            name = use.owner.name
+            if name == "func.return":
+                return True
+            if name in ("tensor.collapse_shape", "tensor.expand_shape"):
+                values.extend(use.owner.results)
+    return False
 
 
 def _loop_names(op: ir.Operation, n: int) -> tuple[str, ...]:

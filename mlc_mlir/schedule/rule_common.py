@@ -175,12 +175,13 @@ def epilogue_chain(info: BlockInfo, blocks: list[BlockInfo], scheduled: set[str]
     """The elementwise blocks that consume ``info``'s result (then theirs), over its output
     shape, each the only reader of the one before, reading it with plain indices; the chain
     stops at a block that another rule has scheduled already (two sums read by one block:
-    it follows the first)."""
+    it follows the first) and after a block whose result the function also returns (that
+    result is needed whole; fused per tile, the transform interpreter aborted)."""
     chain, last = [], info
     while True:
         users = [b for b in blocks if b.order > last.order and any(
             s.kind == "block" and s.name == last.name for s in b.sources[:b.n_inputs])]
-        if len(users) != 1:
+        if len(users) != 1 or last.returned:  # (a result also returned is needed whole: not computed per tile)
             return chain
         user = users[0]
         if (not all(it == "parallel" for it in user.iters) or user.shapes[-1] != last.shapes[-1]
@@ -278,9 +279,10 @@ def view_epilogue(sch: Schedule, fname: str, info: BlockInfo, blocks: list[Block
         return set()
     user = users[0]
     via = next(s for s in user.sources[:user.n_inputs] if s.name == info.name)
+    read = next(o for o, s in enumerate(user.sources[:user.n_inputs]) if s.name == info.name)
     if (via.kind != "view" or user.name in scheduled or not all(it == "parallel" for it in user.iters)
-            or not is_plain(user) or None in user.extents or any(None in m or len(set(m)) != len(m)
-                                                                for m in user.maps)):
-        return set()
+            or not is_plain(user) or None in user.extents
+            or any(None in m or len(set(m)) != len(m) for m in (user.maps[read], user.maps[-1]))):
+        return set()  # (other inputs may be broadcast: a bias read at b[0, f, 0, 0])
     chain = [user] + epilogue_chain(user, blocks, scheduled)  # (then the blocks after it: bias, then ReLU)
     return fuse_epilogue(sch, fname, chain, batch_loop, cols=user.extents[user.maps[-1][-1]], unroll_rows=False)

@@ -235,7 +235,9 @@ def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Targ
     for info in blocks:
         if info.name not in done and is_elementwise(info):
             with sm.block(fname, info.name):
-                chain = [b for b in epilogue_chain(info, blocks, done) if lanes[b.name] is not None]
+                chain = epilogue_chain(info, blocks, done)
+                cut = next((k for k, b in enumerate(chain) if lanes[b.name] is None), len(chain))
+                chain = chain[:cut]  # (up to a block without vector lanes: the ones after it read that one)
                 done |= schedule_elementwise(sch, fname, info, tgt, sm, lanes[info.name], chain)
         elif info.name not in done and (is_copy(info) or is_gather(info)):
             with sm.block(fname, info.name):

@@ -165,6 +165,13 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
         return value if gather else te.sum(value, axis=one)
 
     if flat:
+        if sw > 1 and len({kx * dw % sw for kx in range(kw)}) == sw:
+            # the padded input's columns split in their stride phases (every phase read: a
+            # 1x1 kernel of stride 2 reads one): unit-stride rows for im2col
+            phased = _column_phases(data, pads, sw)
+            return _rows_gemm(n, f, oh, ow, kh * kw * c, kernel,
+                              lambda b, r, i, j: im2col(phased[b, r // (kh * kw), i * sh + r // kw % kh * dh,
+                                                               r % kw * dw % sw, j + r % kw * dw // sw]))
         padded = pad_hw(data, pads, 0.0, named=False)
         return _rows_gemm(n, f, oh, ow, kh * kw * c, kernel,
                           lambda b, r, i, j: im2col(padded[b, r // (kh * kw), i * sh + r // kw % kh * dh,
@@ -179,6 +186,27 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     y = te.compute((n, f, pixels), lambda b, o, p: te.sum(kernel[o, rc, ry, rx] * col[b, rc, ry, rx, p],
                                                           axis=[rc, ry, rx]), name="conv2d_gemm")
     return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, i * ow + j], name="conv2d")
+
+
+def _column_phases(data: Any, pads: tuple[int, int, int, int], sw: int) -> Any:
+    """The zero-padded ``data`` (NCHW) with its columns split in ``sw`` phases:
+    ``out[b, c, row, px, q] = padded[b, c, row, q * sw + px]``. A convolution of column
+    stride ``sw`` reads its tap ``kx`` at ``[.., kx % sw, j + kx // sw]``: consecutive
+    along the output row, so im2col copies rows instead of gathering every other pixel
+    (ResNet-18's 7x7 stem at batch 8, one thread: 1.84M gathered elements per image
+    against the 159K of the phases)."""
+    top, left, bottom, right = pads
+    _, _, h, w = data.shape
+    hp, wp = h + top + bottom, w + left + right
+    q = -(-wp // sw)
+
+    def body(b: Any, ch: Any, row: Any, px: Any, col_q: Any) -> Any:
+        r, col = row - top, col_q * sw + px - left
+        conds = [r >= 0, r < h, col >= 0, col < w]
+        read = data[b, ch, te.min(te.max(r, 0), h - 1), te.min(te.max(col, 0), w - 1)]
+        return te.if_then_else(te.all(*conds), read, 0.0)
+
+    return te.compute((data.shape[0], data.shape[1], hp, sw, q), body, name="pad")
 
 
 def _rows_gemm(n: Any, f: int, oh: int, ow: int, k: int, kernel: Any, tap: Any) -> Any:
