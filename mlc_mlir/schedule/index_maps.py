@@ -26,10 +26,8 @@ from functools import lru_cache
 from mlir import ir
 from mlir.dialects import arith, tensor
 
-from ..context import mlc_context
 from ..ir import Module
-from ..irutil import symbol_ops, walk_ops
-from .rewrite_named import static_shape
+from .rewrite_named import rewrite_generics, static_shape
 
 __all__ = ["simplify_index_maps"]
 
@@ -384,26 +382,7 @@ def simplify_index_maps(mod: Module) -> Module:
     """``mod`` with every ``linalg.generic``'s index maps simplified with its loops' ranges
     and inputs read in mixed radix viewed in their factors (a copy; ``mod`` itself when no
     map changes)."""
-    with mlc_context():
-        texts = {name: op.get_asm(large_elements_limit=None)
-                 for name, op in symbol_ops(mod.mlir_module, defined=True).items()
-                 if any(_nonplain(g) or _unit_constant(g) for g in walk_ops(op, ("linalg.generic",)))}
-    if not texts:
-        return mod
-    out = None
-    for fname, text in texts.items():
-        work = Module.parse("module {\n" + text + "\n}")
-        with mlc_context():
-            fop = symbol_ops(work.mlir_module, defined=True)[fname]
-            changed = [_simplify(g) for g in walk_ops(fop, ("linalg.generic",))]
-            try:
-                ok = any(changed) and fop.verify()
-            except ir.MLIRError:  # (not expected: the function is then left as it was)
-                ok = False
-        if ok:
-            out = out or mod.clone()
-            out.update_func(fname, work)
-    return out or mod
+    return rewrite_generics(mod, lambda g: _nonplain(g) or _unit_constant(g), _simplify)
 
 
 def _nonplain(op: ir.Operation) -> bool:

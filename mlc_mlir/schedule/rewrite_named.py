@@ -24,7 +24,8 @@ from ..ir import Module
 from ..irutil import sym_name, symbol_ops, walk_ops
 from .payload import name_blocks
 
-__all__ = ["Helper", "rewrite_named", "rename_blocks", "constant_fill", "pad_hw_source", "static_shape"]
+__all__ = ["Helper", "rewrite_named", "rewrite_generics", "rename_blocks", "constant_fill", "pad_hw_source",
+           "static_shape"]
 
 #: builds the tensor program that replaces one named op: (its operands, a module holding
 #: the program ``name``), or None to leave the op as it is
@@ -146,3 +147,29 @@ def rename_blocks(hfunc: ir.Operation, main: str, block: str) -> None:
                 old = ir.StringAttr(op.attributes[attr]).value
                 new = block if old == main else f"{block}_{old.removeprefix(main + '_')}"
                 op.attributes[attr] = ir.StringAttr.get(new)
+
+
+def rewrite_generics(mod: Module, wants: Callable[[ir.Operation], bool],
+                     rewrite: Callable[[ir.Operation], bool]) -> Module:
+    """``mod`` with ``rewrite`` (in place, True if it changed the op) applied to every
+    ``linalg.generic`` of each function holding one that ``wants`` (a copy; ``mod`` itself
+    when nothing changes). Each function is rewritten in a module of its own; one that then
+    does not verify is left as it was."""
+    with mlc_context():
+        texts = {name: op.get_asm(large_elements_limit=None)
+                 for name, op in symbol_ops(mod.mlir_module, defined=True).items()
+                 if any(wants(g) for g in walk_ops(op, ("linalg.generic",)))}
+    out = None
+    for fname, text in texts.items():
+        work = Module.parse("module {\n" + text + "\n}")
+        with mlc_context():
+            fop = symbol_ops(work.mlir_module, defined=True)[fname]
+            changed = [rewrite(g) for g in walk_ops(fop, ("linalg.generic",))]
+            try:
+                ok = any(changed) and fop.verify()
+            except ir.MLIRError:  # (not expected: the function is then left as it was)
+                ok = False
+        if ok:
+            out = out or mod.clone()
+            out.update_func(fname, work)
+    return out or mod

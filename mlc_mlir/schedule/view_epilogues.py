@@ -29,10 +29,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import tensor
 
-from ..context import mlc_context
 from ..ir import Module
-from ..irutil import symbol_ops, walk_ops
-from .rewrite_named import static_shape
+from ..irutil import walk_ops
+from .rewrite_named import rewrite_generics, static_shape
 
 __all__ = ["collapse_view_epilogues"]
 
@@ -41,30 +40,11 @@ def collapse_view_epilogues(mod: Module) -> Module:
     """``mod`` with every elementwise ``linalg.generic`` that reads a ``linalg`` op's result
     through a ``tensor.expand_shape`` run over the collapsed dims instead (a copy; ``mod``
     itself when there is none)."""
-    with mlc_context():
-        texts = {name: op.get_asm(large_elements_limit=None)
-                 for name, op in symbol_ops(mod.mlir_module, defined=True).items()
-                 if any(_groups(g) for g in walk_ops(op, ("linalg.generic",)))}
-    if not texts:
-        return mod
-    out = None
-    for fname, text in texts.items():
-        work = Module.parse("module {\n" + text + "\n}")
-        with mlc_context():
-            fop = symbol_ops(work.mlir_module, defined=True)[fname]
-            changed = False
-            for g in walk_ops(fop, ("linalg.generic",)):
-                groups = _groups(g)
-                if groups:
-                    changed |= _collapse(g, groups)
-            try:
-                ok = changed and fop.verify()
-            except ir.MLIRError:  # (not expected: the function is then left as it was)
-                ok = False
-        if ok:
-            out = out or mod.clone()
-            out.update_func(fname, work)
-    return out or mod
+    def rewrite(g: ir.Operation) -> bool:
+        groups = _groups(g)
+        return bool(groups) and _collapse(g, groups)
+
+    return rewrite_generics(mod, lambda g: _groups(g) is not None, rewrite)
 
 
 def _maps(op: ir.Operation) -> list[ir.AffineMap]:
