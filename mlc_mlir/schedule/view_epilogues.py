@@ -26,6 +26,8 @@ indexed by the identity map.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import tensor
 
@@ -176,15 +178,4 @@ def _collapse(op: ir.Operation, groups: list[list[int]]) -> bool:
 
 def _collapsed_shape(value: ir.Value, reassoc: list[list[int]]) -> list[int | None]:
     shape = static_shape(value.type)
-    out = []
-    for g in reassoc:
-        sizes = [shape[r] for r in g]
-        out.append(None if None in sizes else _prod(sizes))
-    return out
-
-
-def _prod(xs: list[int]) -> int:
-    p = 1
-    for x in xs:
-        p *= x
-    return p
+    return [None if None in (sizes := [shape[r] for r in g]) else math.prod(sizes) for g in reassoc]

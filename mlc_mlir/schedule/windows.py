@@ -42,7 +42,7 @@ from mlir import ir
 from mlir.dialects import tensor
 
 from .. import te
-from ..topi.pad import pad_hw
+from ..topi.pad import pad_hw, padded_pixel
 from ..ir import Module
 from ..irutil import symbol_ops
 from .rewrite_named import constant_fill, pad_hw_source, rename_blocks, rewrite_named, static_shape
@@ -70,8 +70,7 @@ def _phases(a: Any, window: tuple[int, int], strides: tuple[int, int], dilations
     phase holds the rows and columns its taps reach. (Phases for strided max pooling
     measured slower than its in-place gathers: ResNet-18's, 5.7 -> 6.2 ms at batch 8.)"""
     (kh, kw), (sh, sw), (dh, dw) = window, strides, dilations
-    top, left, bottom, right = pads
-    _, _, h, wd = a.shape
+    top, left, _, _ = pads
     oh, ow = out_hw
     reach: dict[tuple[int, int], list[int]] = {}
     for ky in range(kh):
@@ -82,11 +81,7 @@ def _phases(a: Any, window: tuple[int, int], strides: tuple[int, int], dilations
     out = {}
     for (py, px), (qy, qx) in sorted(reach.items()):
         def body(n: Any, c: Any, r: Any, q: Any, py: int = py, px: int = px) -> Any:
-            row, col = r * sh + (py - top), q * sw + (px - left)
-            conds = [cond for cond, pad in ((row >= 0, top), (row < h, bottom), (col >= 0, left), (col < wd, right))
-                     if pad]
-            read = a[n, c, te.min(te.max(row, 0), h - 1), te.min(te.max(col, 0), wd - 1)]
-            return te.if_then_else(te.all(*conds), read, value) if conds else read
+            return padded_pixel(a, n, c, r * sh + (py - top), q * sw + (px - left), pads, value)
         out[py, px] = te.compute((a.shape[0], a.shape[1], oh + qy, ow + qx), body, name=f"pad{py}{px}")
     return out
 
@@ -125,8 +120,7 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
     # is no projected permutation, which linalg's vectorizer needs)
     taps_w = ({(ky, kx): te.placeholder((wshape[0],), name=f"kernel_{ky}_{kx}") for ky in range(kh) for kx in range(kw)}
               if kind == DEPTHWISE else None)
-    _, _, h, wd = dshape
-    top, left, bottom, right = pads
+    top, left, _, _ = pads
 
     # padded once, then affine reads (row loads along the output width, the outer loop in
     # parallel): a depthwise convolution, or a window of stride 1; strided pooling reads
@@ -143,13 +137,7 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
         elif padded is not None:
             value = padded[n, c, y * sh + ky * dh, x * sw + kx * dw]
         else:
-            row, col = y * sh + ky * dh - top, x * sw + kx * dw - left
-            conds = [cond for cond, pad in ((row >= 0, top), (row < h, bottom), (col >= 0, left), (col < wd, right))
-                     if pad]
-            # min (no-op on a tap in bounds) keeps every read a gather: an affine read (y * 2 + 1)
-            # would be an operand whose map is no projected permutation, which the vectorizer refuses
-            read = a[n, c, te.min(row, h - 1), te.min(col, wd - 1)]
-            value = te.if_then_else(te.all(*conds), read, pad_value) if conds else read
+            value = padded_pixel(a, n, c, y * sh + ky * dh - top, x * sw + kx * dw - left, pads, pad_value)
         return value * taps_w[ky, kx][c] if taps_w is not None else value
 
     def body(n: Any, c: Any, y: Any, x: Any) -> Any:

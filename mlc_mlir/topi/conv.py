@@ -19,7 +19,7 @@ from ..te.tensor import shape_names
 from ..tensor_types import is_float
 from ._util import check_tensor, const_int, padding4, static_dim, window_out_size, window_pair
 from .. import te
-from .pad import pad_hw
+from .pad import pad_hw, padded_pixel
 
 __all__ = ["conv2d", "conv2d_gemm"]
 
@@ -198,13 +198,10 @@ def _column_phases(data: Any, pads: tuple[int, int, int, int], sw: int) -> Any:
     top, left, bottom, right = pads
     _, _, h, w = data.shape
     hp, wp = h + top + bottom, w + left + right
-    q = -(-wp // sw)
+    q = -(-wp // sw)  # (a last column past the padding is never read: im2col reads inside it)
 
     def body(b: Any, ch: Any, row: Any, px: Any, col_q: Any) -> Any:
-        r, col = row - top, col_q * sw + px - left
-        conds = [r >= 0, r < h, col >= 0, col < w]
-        read = data[b, ch, te.min(te.max(r, 0), h - 1), te.min(te.max(col, 0), w - 1)]
-        return te.if_then_else(te.all(*conds), read, 0.0)
+        return padded_pixel(data, b, ch, row - top, col_q * sw + px - left, pads, 0.0)
 
     return te.compute((data.shape[0], data.shape[1], hp, sw, q), body, name="pad")
 

@@ -14,7 +14,7 @@ from ..tensor_types import BOOL, is_float
 from ._util import check_tensor
 from .. import te
 
-__all__ = ["pad", "pad_hw"]
+__all__ = ["pad", "pad_hw", "padded_pixel"]
 
 
 def pad(data: Any, pad_before: Sequence[int], pad_after: Sequence[int] | None = None,
@@ -110,3 +110,18 @@ def pad_hw(data: Any, pads: tuple[int, int, int, int], value: float, *, named: b
     if not named:
         out.named = None
     return out
+
+
+def padded_pixel(data: Any, b: Any, c: Any, row: Any, col: Any, pads: tuple[int, int, int, int], value: Any) -> Any:
+    """``data[b, c, row, col]`` (NCHW) where ``(row, col)`` lies inside the input, ``value`` in
+    the padding ``pads`` (top, left, bottom, right) around it, for a compute that reads the
+    input in place or builds its own padded layout (a window's strided taps, stride
+    phases): the read at indices clamped into the input -- a ``tensor.extract``, vectorized
+    as a gather (an affine read such as ``y * 2 + 1`` would be an operand whose map is no
+    projected permutation, which the vectorizer refuses) -- under the conditions of the
+    sides that have padding."""
+    top, left, bottom, right = pads
+    _, _, h, w = data.shape
+    conds = [cond for cond, pad in ((row >= 0, top), (row < h, bottom), (col >= 0, left), (col < w, right)) if pad]
+    read = data[b, c, te.min(te.max(row, 0), h - 1), te.min(te.max(col, 0), w - 1)]
+    return te.if_then_else(te.all(*conds), read, value) if conds else read
