@@ -165,6 +165,38 @@ def test_large_matmul_columns_in_whole_vectors():
     assert text.count("sch.peel(") == 2 and "factors=[None, 10])" not in text
 
 
+@pytest.mark.parametrize("shape,block", [((257, 257, 257), 257), ((1000, 1000, 1000), 200), ((200, 1008, 300), 144)])
+def test_large_matmul_avx512_tiles_peel_the_columns(shape, block):
+    # AVX-512's 14 x 32 tile: columns no 32-column tile divides keep the full tile in column
+    # blocks with the partial one peeled: 257 (a prime: one block, 8 x 32 + 1; before, tiles
+    # of one column, 14x NumPy), 1000 (200 = 6 x 32 + 8), 1008 (144 = 4 x 32 + 16: whole
+    # vectors, so the copied panel's rows start on cache lines; not 168 = 5 x 32 + 8)
+    m, n, k = shape
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    for target in ("llvm -mcpu=skylake-avx512 -num-cores=2", "llvm -mcpu=haswell -num-cores=2"):
+        sch = Schedule(matmul_mnk(m, n, k))
+        apply_rules(sch, target, tunable=True)
+        text = str(sch.trace)
+        if "avx512" in target:
+            assert 'label="Y.peel_cols", decision=1)' in text, text
+            # (one option, 257: no decision recorded, the factor itself)
+            assert "factors=[None, 32])" in text, text
+            assert _decided(text, "Y.col_block") == block or f"factors=[None, {block}])" in text, text
+            if "avx512f" not in mlc.target.host_features():
+                continue  # (the AVX-512 code runs where the host has it)
+        c = np.full((m, n), np.nan, np.float32)
+        mlc.build(sch.mod, target)["mm"](a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3, err_msg=f"{target}\n{text}")
+
+
+def _decided(trace_text, label):
+    """The option a recorded decision ``label`` took (None: not recorded)."""
+    found = re.search(rf'candidates=\[([^]]*)\].*label="{re.escape(label)}", decision=(\d+)\)', trace_text)
+    return [int(v) for v in found.group(1).split(",")][int(found.group(2))] if found else None
+
+
 def test_large_matmul_without_the_column_peel():
     # the column peel is a decision: without it, tiles of one vector (8), not of 10 (a vector
     # and 2 lanes, 4x slower), with the rows that then fit the registers (12 accumulators + B
