@@ -128,15 +128,32 @@ def _source(value: ir.Value, arg_names: dict[int, str]) -> Source:
         return Source("block", ir.StringAttr(attrs["mlc.block"]).value)
     if op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
         inner = _source(op.operands[0], arg_names)
-        if inner.kind == "block":
+        if inner.kind in ("block", "view"):
             groups = [tuple(ir.IntegerAttr(d).value for d in ir.ArrayAttr(g))
                       for g in ir.ArrayAttr(attrs["reassociation"])]
-            pairs = (((r,), g) for r, g in enumerate(groups)) if op.name == "tensor.collapse_shape" else \
-                ((g, (q,)) for q, g in enumerate(groups))
-            return Source("view", inner.name, groups=tuple(pairs))
+            pairs = tuple(((r,), g) for r, g in enumerate(groups)) if op.name == "tensor.collapse_shape" else \
+                tuple((g, (q,)) for q, g in enumerate(groups))
+            return Source("view", inner.name, groups=pairs if inner.kind == "block" else _compose(pairs, inner.groups))
     if "mlc.block_init" in attrs:
         return Source("init", ir.StringAttr(attrs["mlc.block_init"]).value)
     return Source("value", op.name)
+
+
+def _compose(outer: tuple, inner: tuple) -> tuple:
+    """The groups of a view of a view: ``outer`` pairs (operand dims, middle dims),
+    ``inner`` pairs (middle dims, block dims); the groups that share a middle dim merge
+    (a convolution's result in bands ``(n, f, band, rows * ow)`` expanded to
+    ``(n, f, band, rows, ow)`` and collapsed to NCHW: ``((2, 3), (2, 3))``, oh and ow
+    against band and the band's pixels)."""
+    merged: list[tuple[set[int], set[int], set[int]]] = []  # (operand dims, middle dims, block dims)
+    for odims, mdims in outer:
+        merged.append((set(odims), set(mdims), set()))
+    for mdims, bdims in inner:
+        hit = [g for g in merged if g[1] & set(mdims)]
+        group = (set().union(*(g[0] for g in hit)), set(mdims).union(*(g[1] for g in hit)),
+                 set(bdims).union(*(g[2] for g in hit)))
+        merged = [g for g in merged if not any(g is h for h in hit)] + [group]
+    return tuple(sorted((tuple(sorted(o)), tuple(sorted(b))) for o, _, b in merged))
 
 
 def _arg_names(func: ir.Operation) -> dict[int, str]:

@@ -123,7 +123,10 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     jt, jr = sch.split(jb, [None, cols.nr])
     k0, k1, kr, ku = _k_blocks(sch, sm, loops[kd], ext[kd], cols.col_peel)
     outer = [j0, ip] if on_cols else [ip, j0]
-    sch.reorder(*outer, k0, *[loops[d] for d in _row_dims(info, kind)], it, jt, k1, ir, kr, jr)
+    row_dims = _row_dims(info, kind)
+    # (the batch dims B reads first: a band of a convolution's output rows, (n, f, band, p))
+    sch.reorder(*[loops[d] for d in kind.batch if d not in row_dims], *outer, k0, *[loops[d] for d in row_dims],
+                it, jt, k1, ir, kr, jr)
     if rows % mr:
         sch.peel(it)
     if cols.col_peel:
@@ -139,10 +142,10 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     items = ext[kind.batch[0]] if producer is not None else 0
     # per item, the cores share the items when they come out even (each its own im2col)
     on_batch = par and producer is not None and (items % cores == 0 or items >= 4 * cores)
-    done = per_item(sch, sm, fname, loops[kind.batch[0]] if kind.batch else None, producer,
+    done = per_item(sch, sm, fname, loops[producer[1]] if producer else None, producer,
                     parallel_inside=par and not on_batch)
     if done:  # the epilogue per item too
-        done |= view_epilogue(sch, fname, info, blocks, scheduled, loops[kind.batch[0]])
+        done |= view_epilogue(sch, fname, info, blocks, scheduled, loops[kind.batch[0]], kind.batch[0])
     else:
         done |= _panel_epilogue(sch, sm, fname, info, blocks, scheduled, outer[0], int(cols.nc) if on_cols else ej)
     if par:

@@ -18,6 +18,7 @@ the fused epilogue (:func:`epilogue_chain`, :func:`fuse_epilogue`).
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,8 @@ class Contraction:
     """What the contraction rules need to know about a block.
 
     Attributes:
-        i: the iteration dim of the second-to-last output dim (None for a 1-d output).
+        i: the iteration dim of the second-to-last output dim (None for a 1-d output), or
+            of the one output dim the A operand (the input without ``j``) reads.
         j: the iteration dim of the last output dim.
         batch: the iteration dims of the other output dims.
         reduce: the reduction dims.
@@ -83,8 +85,14 @@ def contraction_of(info: BlockInfo) -> Contraction | None:
     if info.is_reduction(j) or info.extents[j] is None:
         return None
     i = out[-2] if len(out) >= 2 else None
+    a_maps = [m for m in info.maps[:info.n_inputs] if j not in m]
+    if i is not None and len(a_maps) == 1 and i not in a_maps[0]:
+        # the rows are the output dim A reads: a convolution in bands of output rows writes
+        # (n, f, band, rows * ow), its kernel read at [f, k]: f the rows, band a batch dim
+        rows = [d for d in out[:-1] if d in a_maps[0]]
+        i = rows[0] if len(rows) == 1 else i
     reduce = tuple(d for d in range(info.ndims) if info.is_reduction(d))
-    batch = tuple(d for d in out[:-2] if d is not None)
+    batch = tuple(d for d in out[:-1] if d is not None and d != i)
     readers = [m for m in info.maps[:info.n_inputs] if j in m]
     contiguous = all(m[-1] == j for m in readers)
     return Contraction(i, j, batch, reduce, contiguous)
@@ -230,50 +238,60 @@ def _readers(blocks: list[BlockInfo], name: str) -> list[BlockInfo]:
     return [b for b in blocks if any(s.kind in ("block", "view") and s.name == name for s in b.sources[:b.n_inputs])]
 
 
-def view_producer(info: BlockInfo, kind: Contraction, blocks: list[BlockInfo], scheduled: set[str]) -> BlockInfo | None:
-    """The block that contraction ``info`` reads through a reshape keeping its outermost
-    batch dim (a convolution's im2col ``(n, k, oh, ow)`` read as ``(n, k, oh * ow)``), when
-    it can be computed per item of that batch: all its dims spatial, ``info`` its only
-    reader, not scheduled yet; None otherwise."""
-    if not kind.batch or not info.extents[kind.batch[0]] or info.extents[kind.batch[0]] < 2:
+def view_producer(info: BlockInfo, kind: Contraction, blocks: list[BlockInfo],
+                  scheduled: set[str]) -> tuple[BlockInfo, int] | None:
+    """The block that contraction ``info`` reads through a reshape keeping its outer batch
+    dims (a convolution's im2col ``(n, k, oh, ow)`` read as ``(n, k, oh * ow)``; in bands of
+    output rows, ``(n, band, k, rows, ow)`` read as ``(n, band, k, rows * ow)``), when it
+    can be computed per item of them: all its dims spatial, ``info`` its only reader, not
+    scheduled yet; with the innermost batch dim of the leading ones the reshape keeps (the
+    item: an image, or a band of one). None otherwise."""
+    if not kind.batch or None in [info.extents[b] for b in kind.batch]:
         return None
-    b = kind.batch[0]
     for o, src in enumerate(info.sources[:info.n_inputs]):
         prod = next((p for p in blocks if p.name == src.name), None) if src.kind == "view" else None
         if prod is None or prod.name in scheduled or any(it != "parallel" for it in prod.iters):
             continue
         readers = [x.name for x in _readers(blocks, prod.name)]
         kept = {odims[0] for odims, pdims in src.groups if len(odims) == 1 and len(pdims) == 1}
-        if readers == [info.name] and b in info.maps[o] and info.maps[o].index(b) in kept:
-            return prod
+        lead = []
+        for b in kind.batch:
+            if b not in info.maps[o] or info.maps[o].index(b) not in kept:
+                break
+            lead.append(b)
+        items = math.prod(info.extents[b] for b in lead) if lead else 0
+        if readers == [info.name] and lead and items >= 2:
+            return prod, lead[-1]
     return None
 
 
-def per_item(sch: Schedule, sm: RuleSampler, fname: str, batch_loop: LoopRV | None, producer: BlockInfo | None, *,
-             parallel_inside: bool) -> set[str]:
+def per_item(sch: Schedule, sm: RuleSampler, fname: str, batch_loop: LoopRV | None,
+             producer: tuple[BlockInfo, int] | None, *, parallel_inside: bool) -> set[str]:
     """Decision ``im2col_at`` (1: at the batch loop): ``producer`` (:func:`view_producer`)
-    computed at the contraction's outermost batch loop, one item at a time, so that its
+    computed at the contraction's batch loop ``batch_loop`` (its item dim), one item at a time, so that its
     result is read while it is in cache (ResNet-18's 3x3 convolutions at 64 channels, batch
     8 on 2 cores: an im2col of 58 MB written, then read by the gemm, 32 ms; per image 9-10,
     the 7x7 stem 34 -> 12-14 ms). ``parallel_inside``: the batch loop is serial, the
     producer's own outer loop runs in parallel. Returns the blocks scheduled."""
     if producer is None or batch_loop is None or not int(sm.choose("im2col_at", [0, 1], 1)):
         return set()
-    pblock = sch.get_block(producer.name, fname)
+    pblock = sch.get_block(producer[0].name, fname)
     sch.compute_at(pblock, batch_loop)
-    own = sch.get_loops(pblock)[1:]
+    loops = sch.get_loops(pblock)
+    own = loops[1 + next((i for i, lp in enumerate(loops) if lp.uid == batch_loop.uid), 0):]
     if parallel_inside and own:
         sch.parallel(own[0])
-    return {producer.name}
+    return {producer[0].name}
 
 
 def view_epilogue(sch: Schedule, fname: str, info: BlockInfo, blocks: list[BlockInfo], scheduled: set[str],
-                  batch_loop: LoopRV) -> set[str]:
+                  batch_loop: LoopRV, batch_dim: int) -> set[str]:
     """The elementwise block that reads contraction ``info``'s result through a reshape (a
     convolution's bias, residual add and ReLU on its NCHW view), and the elementwise
     blocks after it (:func:`epilogue_chain`), computed per item at
     ``batch_loop`` once the im2col is (:func:`per_item`): the item's result is still in
-    cache. Returns the blocks scheduled (none when there is no such block)."""
+    cache. Returns the blocks scheduled (none when there is no such block, or when the view
+    does not keep the loop's dim ``batch_dim``: one image's convolution in bands)."""
     users = _readers(blocks, info.name)
     if len(users) != 1:
         return set()
@@ -282,7 +300,8 @@ def view_epilogue(sch: Schedule, fname: str, info: BlockInfo, blocks: list[Block
     read = next(o for o, s in enumerate(user.sources[:user.n_inputs]) if s.name == info.name)
     if (via.kind != "view" or user.name in scheduled or not all(it == "parallel" for it in user.iters)
             or not is_plain(user) or None in user.extents
-            or any(None in m or len(set(m)) != len(m) for m in (user.maps[read], user.maps[-1]))):
+            or any(None in m or len(set(m)) != len(m) for m in (user.maps[read], user.maps[-1]))
+            or not any(pdims == (info.maps[-1].index(batch_dim),) for odims, pdims in via.groups if len(odims) == 1)):
         return set()  # (other inputs may be broadcast: a bias read at b[0, f, 0, 0])
     chain = [user] + epilogue_chain(user, blocks, scheduled)  # (then the blocks after it: bias, then ReLU)
     return fuse_epilogue(sch, fname, chain, batch_loop, cols=user.extents[user.maps[-1][-1]], unroll_rows=False)

@@ -92,11 +92,11 @@ def schedule_small(sch: Schedule, fname: str, info: BlockInfo, kind: Contraction
     # one core serial); the init then once per image at that loop (ResNet-18's 3x3 at 256
     # and 512 channels, batch 8, 2 threads: medians 7.7-9.1 ms against 8.5-10.1 with the
     # init at k, interleaved)
-    items = per_item(sch, sm, fname, by_dim[kind.batch[0]] if kind.batch else None,
-                     view_producer(info, kind, blocks, scheduled), parallel_inside=False)
+    producer = view_producer(info, kind, blocks, scheduled)
+    items = per_item(sch, sm, fname, by_dim[producer[1]] if producer else None, producer, parallel_inside=False)
     done |= items
     if items:  # the epilogue per item too
-        done |= view_epilogue(sch, fname, info, blocks, done | scheduled, by_dim[kind.batch[0]])
+        done |= view_epilogue(sch, fname, info, blocks, done | scheduled, by_dim[kind.batch[0]], kind.batch[0])
     if info.has_init and None not in ext:  # (a symbolic extent's init tile does not vectorize)
         at = k_outer if k_outer is not None else by_dim[kind.reduce[0]]
         sch.decompose_reduction(block, sch.get_loops(block)[1] if items else at)

@@ -85,7 +85,7 @@ def conv2d(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation:
 
 
 def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation: Any = 1, *,
-                gather: bool = False, kernel_size: Any = None) -> Any:
+                gather: bool = False, kernel_size: Any = None, band_rows: int | None = None) -> Any:
     """:func:`conv2d` with ``groups == 1`` as im2col + a contraction (same results).
 
     Four computes: ``pad`` (if any), ``im2col`` (``col[c, ky, kx, p]`` = the input pixel
@@ -115,9 +115,12 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     for the cache. With three reduction dims (the rank-4 kernel) the rules' register tile
     ran ResNet-18's 3x3 convolution at 64 channels, 56x56 in 2.2 ms; flat, 0.85 ms.
 
+    ``band_rows`` (with a flattened kernel): im2col and the contraction in bands of that
+    many output rows (:func:`_rows_gemm`).
+
     Raises:
         TEError: as :func:`conv2d`; a rank-2 kernel without ``kernel_size`` or whose
-            columns are not ``C * KH * KW``.
+            columns are not ``C * KH * KW``; ``band_rows`` that do not divide the output rows.
     """
     check_tensor(data, "nn.conv2d_gemm", "data")
     check_tensor(kernel, "nn.conv2d_gemm", "kernel")
@@ -145,6 +148,9 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     top, left, bottom, right = pads
     oh = window_out_size(h + top + bottom, kh, sh, dh, "nn.conv2d")
     ow = window_out_size(w + left + right, kw, sw, dw, "nn.conv2d")
+    if band_rows is not None and (not flat or not isinstance(band_rows, int) or band_rows < 1 or oh % band_rows):
+        raise TEError(f"topi.nn.conv2d_gemm: band_rows needs a flattened kernel and must divide the {oh} output "
+                      f"rows, got {band_rows!r}")
     src = data if gather else pad_hw(data, pads, 0.0, named=False)  # a generic, fused into im2col
     pixels = oh * ow
     rc, ry, rx = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
@@ -171,11 +177,11 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
             phased = _column_phases(data, pads, sw)
             return _rows_gemm(n, f, oh, ow, kh * kw * c, kernel,
                               lambda b, r, i, j: im2col(phased[b, r // (kh * kw), i * sh + r // kw % kh * dh,
-                                                               r % kw * dw % sw, j + r % kw * dw // sw]))
+                                                               r % kw * dw % sw, j + r % kw * dw // sw]), band_rows)
         padded = pad_hw(data, pads, 0.0, named=False)
         return _rows_gemm(n, f, oh, ow, kh * kw * c, kernel,
                           lambda b, r, i, j: im2col(padded[b, r // (kh * kw), i * sh + r // kw % kh * dh,
-                                                           j * sw + r % kw * dw]))
+                                                           j * sw + r % kw * dw]), band_rows)
 
     if isinstance(n, int) and n == 1:
         col = te.compute((c, kh, kw, pixels), lambda ch, ky, kx, p: im2col(tap(0, ch, ky, kx, p)), name="im2col")
@@ -206,16 +212,36 @@ def _column_phases(data: Any, pads: tuple[int, int, int, int], sw: int) -> Any:
     return te.compute((data.shape[0], data.shape[1], hp, sw, q), body, name="pad")
 
 
-def _rows_gemm(n: Any, f: int, oh: int, ow: int, k: int, kernel: Any, tap: Any) -> Any:
+def _rows_gemm(n: Any, f: int, oh: int, ow: int, k: int, kernel: Any, tap: Any, band_rows: int | None = None) -> Any:
     """:func:`conv2d_gemm` with a flattened kernel ``(F, K)``: the input padded once (a
     compute of its own; fused into im2col without ``gather``), then im2col ``(K, OH, OW)``
     (per image, ``tap(b, r, i, j)``) reading it at
     affine indices, no condition: along an output row a stride-1 tap reads consecutive
     pixels, a row copy rather than a gather per element (the clamped reads of the padding
     read in place were gathers). The contraction reads im2col at ``[rk, p // OW, p % OW]``,
-    which the default schedule views as ``(K, OH * OW)`` (:mod:`mlc_mlir.schedule.index_maps`)."""
+    which the default schedule views as ``(K, OH * OW)`` (:mod:`mlc_mlir.schedule.index_maps`).
+
+    With ``band_rows`` R (fewer than OH): im2col ``(N, OH / R, K, R, OW)`` and the contraction
+    ``y[b, f, t, p] = sum(kernel[f, k] * col[b, t, k, p // OW, p % OW])`` per band ``t`` of
+    R output rows, ``(N, F, OH / R, R * OW)`` (the same memory as NCHW; one image: no batch
+    dim): a band's im2col
+    (K x R * OW) can be computed just before its gemm and stay in cache (per image, the
+    64-channel 3x3 convolution's 7.2 MB im2col came back from L3)."""
     pixels = oh * ow
     rk = te.reduce_axis((0, k), "rk")
+    if band_rows is not None and band_rows < oh:
+        rows, bands = band_rows, oh // band_rows
+        if isinstance(n, int) and n == 1:  # (no unit batch dim: (band, K, R, OW) and (F, band, R * OW))
+            col = te.compute((bands, k, rows, ow), lambda t, r, i, j: tap(0, r, t * rows + i, j), name="im2col")
+            y = te.compute((f, bands, rows * ow),
+                           lambda o, t, p: te.sum(kernel[o, rk] * col[t, rk, p // ow, p % ow], axis=rk),
+                           name="conv2d_gemm")
+            return te.compute((n, f, oh, ow), lambda b, o, i, j: y[o, i // rows, i % rows * ow + j], name="conv2d")
+        col = te.compute((n, bands, k, rows, ow), lambda b, t, r, i, j: tap(b, r, t * rows + i, j), name="im2col")
+        y = te.compute((n, f, bands, rows * ow),
+                       lambda b, o, t, p: te.sum(kernel[o, rk] * col[b, t, rk, p // ow, p % ow], axis=rk),
+                       name="conv2d_gemm")
+        return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, i // rows, i % rows * ow + j], name="conv2d")
     if isinstance(n, int) and n == 1:
         col = te.compute((k, oh, ow), lambda r, i, j: tap(0, r, i, j), name="im2col")
         y = te.compute((f, pixels), lambda o, p: te.sum(kernel[o, rk] * col[rk, p // ow, p % ow], axis=rk),
