@@ -59,8 +59,9 @@ from .rewrite_named import constant_fill, pad_hw_source, rename_blocks, rewrite_
 __all__ = ["convs_to_gemm", "band_rows", "CONV_OP", "BAND_MIN_BYTES", "BAND_MAX_PIXELS"]
 
 CONV_OP = "linalg.conv_2d_nchw_fchw"
-#: an image's im2col from this size is computed in bands of output rows (:func:`band_rows`)
-BAND_MIN_BYTES = 2 << 20
+#: an image's im2col over this size is computed in bands of output rows (:func:`band_rows`;
+#: MobileNet-v2's 3x3 stem of stride 2, 1.35 MB per image, batch 8, one thread: 3.6 -> 2.7 ms)
+BAND_MIN_BYTES = 1 << 20
 #: the most pixels of a band: the register-tile rule's columns (a band of 392 pixels took
 #: the large-contraction rule: 2.4x slower)
 BAND_MAX_PIXELS = 224
@@ -133,7 +134,7 @@ def band_rows(n: int | None, k: int, oh: int, ow: int) -> int | None:
     in bands of 4 rows (224 pixels; 2 rows 16.0, 7 rows 35.7: the blocked rule's 392
     columns), its 7x7 stem 19.9 -> 16.3 ms in bands of 2 rows; at 128 channels, 28 x 28, in
     bands of 4 rows (112 pixels, 3 x 32 + a peeled 16) 16.9 -> 26.8 ms (so none there); at
-    256 channels, 14 x 14 (1.8 MB) 18.2 -> 21.1 in 7 rows (none). One image stays whole:
+    256 channels, 14 x 14 18.2 -> 21.1 in 7 rows (98 pixels: none). One image stays whole:
     its gemm's accumulators then stayed in memory (3x3 at 64 channels 2.8 -> 3.7 ms)."""
     if n == 1 or k * oh * ow * 4 <= BAND_MIN_BYTES:
         return None

@@ -50,14 +50,16 @@ def test_band_rows_must_divide_the_output_rows():
 
 
 def test_band_rows_choice():
-    # a batch with a large im2col per image: the most rows whose pixels are whole 32-column
-    # tiles up to 224; one image, a small im2col, or no such rows: whole images
+    # a batch with a large im2col per image (over 1 MB): the most rows whose pixels are whole
+    # 32-column tiles up to 224; one image, a small im2col, or no such rows: whole images
     assert band_rows(8, 576, 56, 56) == 4          # ResNet-18's 3x3 at 64 channels: 224 pixels
     assert band_rows(None, 147, 112, 112) == 2     # its 7x7 stem, symbolic batch
     assert band_rows(1, 576, 56, 56) is None
     assert band_rows(8, 1152, 28, 28) is None      # 4 rows = 112 pixels: not whole tiles
-    assert band_rows(8, 2304, 14, 14) is None      # 1.8 MB
-    assert 2304 * 14 * 14 * 4 <= BAND_MIN_BYTES < 576 * 56 * 56 * 4
+    assert band_rows(8, 2304, 14, 14) is None      # 7 rows = 98 pixels
+    assert band_rows(8, 27, 112, 112) == 2         # MobileNet-v2's 3x3 stem of stride 2: 1.35 MB
+    assert band_rows(8, 27, 32, 32) is None        # 110 KB
+    assert 27 * 32 * 32 * 4 <= BAND_MIN_BYTES < 27 * 112 * 112 * 4
 
 
 def _resnet_block(batch, c, hw):
