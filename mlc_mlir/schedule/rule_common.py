@@ -268,8 +268,8 @@ def view_producer(info: BlockInfo, kind: Contraction, blocks: list[BlockInfo],
 def per_item(sch: Schedule, sm: RuleSampler, fname: str, batch_loop: LoopRV | None,
              producer: tuple[BlockInfo, int] | None, *, parallel_inside: bool) -> set[str]:
     """Decision ``im2col_at`` (1: at the batch loop): ``producer`` (:func:`view_producer`)
-    computed at the contraction's batch loop ``batch_loop`` (its item dim), one item at a time, so that its
-    result is read while it is in cache (ResNet-18's 3x3 convolutions at 64 channels, batch
+    computed at the contraction's batch loop ``batch_loop`` (its item dim: an image, or a
+    band of output rows), one item at a time, so that its result is read while it is in cache (ResNet-18's 3x3 convolutions at 64 channels, batch
     8 on 2 cores: an im2col of 58 MB written, then read by the gemm, 32 ms; per image 9-10,
     the 7x7 stem 34 -> 12-14 ms). ``parallel_inside``: the batch loop is serial, the
     producer's own outer loop runs in parallel. Returns the blocks scheduled."""

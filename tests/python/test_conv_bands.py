@@ -85,7 +85,8 @@ module {{
         outs(%f : tensor<{batch}x{c}x{hw}x{hw}xf32>) -> tensor<{batch}x{c}x{hw}x{hw}xf32>
     %r = linalg.generic {{indexing_maps = [#id, #b, #id, #id],
                          iterator_types = ["parallel", "parallel", "parallel", "parallel"]}}
-        ins(%y, %bias, %res : tensor<{batch}x{c}x{hw}x{hw}xf32>, tensor<1x{c}x1x1xf32>, tensor<{batch}x{c}x{hw}x{hw}xf32>)
+        ins(%y, %bias, %res : tensor<{batch}x{c}x{hw}x{hw}xf32>, tensor<1x{c}x1x1xf32>,
+                              tensor<{batch}x{c}x{hw}x{hw}xf32>)
         outs(%out : tensor<{batch}x{c}x{hw}x{hw}xf32>) attrs = {{mlc.block = "relu"}} {{
     ^bb0(%a: f32, %b3: f32, %s: f32, %o: f32):
       %0 = arith.addf %a, %b3 : f32
