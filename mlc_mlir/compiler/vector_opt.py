@@ -158,6 +158,12 @@ def reshapes_as_casts(fn: ir.Operation) -> int:
     are moved so whatever the source's layout (a strided slice of a buffer too).
     """
     count = 0
+    for op in walk_ops(fn, ("memref.collapse_shape",)):
+        # a view of a view (a convolution's result in bands, expanded then collapsed to NCHW):
+        # the collapse's row transfers moved to the expand first, which is then linearized
+        inner = op.operands[0].owner
+        if not isinstance(inner, ir.Block) and inner.operation.name == "memref.expand_shape" and _delinearize(op):
+            count += 1
     for op in walk_ops(fn, _RESHAPES):
         src, res = ir.MemRefType(op.operands[0].type), ir.MemRefType(op.results[0].type)
         if op.name == "memref.expand_shape" and _linearize(op):
@@ -247,6 +253,50 @@ def _linearize(op: ir.Operation) -> bool:
             else:
                 row = vector.ShapeCastOp(new_vec, user.operands[0]).result
                 vector.TransferWriteOp(None, row, src, lin, perm, bounds)
+        user.erase()
+    op.erase()
+    return True
+
+
+def _delinearize(op: ir.Operation) -> bool:
+    """``op`` (a collapse_shape of a static source whose last group is one dim) removed, its
+    row transfers moved to its source at delinearized indices (``oh`` of a collapsed group
+    ``(band, rows)``: ``oh / rows``, ``oh % rows``); False (and nothing changed) when some
+    user is not such a transfer."""
+    view, src = op.results[0], op.operands[0]
+    users = [use.owner for use in view.uses]
+    groups = [[ir.IntegerAttr(d).value for d in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
+    src_type = ir.MemRefType(src.type)
+    if (not users or not src_type.has_static_shape or len(groups[-1]) != 1
+            or not all(_row_transfer(u, view) for u in users)):
+        return False
+    sizes = list(src_type.shape)
+    rank = src_type.rank
+    index = ir.IndexType.get()
+    for user in users:
+        read = user.name == "vector.transfer_read"
+        first = 1 if read else 2
+        idx = list(user.operands[first:first + len(groups)])
+        old_vec = ir.VectorType(user.results[0].type if read else user.operands[0].type)
+        new_vec = ir.VectorType.get([1] * (rank - 1) + [old_vec.shape[-1]], old_vec.element_type)
+        with ir.InsertionPoint(user), user.location:
+            split = []
+            for value, group in zip(idx, groups):
+                parts = []
+                for d in reversed(group[1:]):  # innermost first: value % size, then value / size
+                    size = arith.constant(index, sizes[d])
+                    parts.append(arith.remui(value, size))
+                    value = arith.divui(value, size)
+                split += [value] + parts[::-1]
+            perm = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
+            bounds = ir.ArrayAttr.get([ir.BoolAttr.get(True)] * rank)
+            if read:
+                pad = user.operands[first + len(groups)]
+                row = vector.TransferReadOp(new_vec, src, split, perm, pad, bounds).result
+                user.results[0].replace_all_uses_with(vector.ShapeCastOp(old_vec, row).result)
+            else:
+                row = vector.ShapeCastOp(new_vec, user.operands[0]).result
+                vector.TransferWriteOp(None, row, src, split, perm, bounds)
         user.erase()
     op.erase()
     return True

@@ -99,6 +99,7 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
     w = te.placeholder((f, c * kh * kw), name="kernel")
     pointwise = (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads)
     oh, ow = (static_shape(conv.results[0].type)[i] for i in (2, 3))
+    bands = None if pointwise else band_rows(c * kh * kw, oh, ow)
     if pointwise:  # im2col would copy the input as it is: the contraction reads it viewed (C, H * W)
         batch = "n" if dshape[0] is None else dshape[0]
         a = te.placeholder((batch, c, dshape[2] * dshape[3]) if batch != 1 else (c, dshape[2] * dshape[3]), name="data")
@@ -106,11 +107,11 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
     else:
         a = te.placeholder(tuple("n" if d is None else d for d in dshape), name="data")
         y = topi.nn.conv2d_gemm(a, w, strides, pads, _ints(conv.attributes["dilations"]), gather=True,
-                                kernel_size=(kh, kw), band_rows=band_rows(dshape[0], c * kh * kw, oh, ow))
+                                kernel_size=(kh, kw), band_rows=bands)
     block = ir.StringAttr(conv.attributes["mlc.block"]).value if "mlc.block" in conv.attributes else "conv2d"
     hmod = te.create_prim_func([a, w, y], name=name)
     hfunc = symbol_ops(hmod.mlir_module, defined=True)[name]
-    _view_result(hfunc, banded=not pointwise and band_rows(dshape[0], c * kh * kw, oh, ow) is not None)
+    _view_result(hfunc, banded=bands is not None)
     rename_blocks(hfunc, "conv2d", block)
     f32 = ir.F32Type.get()
     with ir.InsertionPoint(conv), conv.location:
@@ -123,20 +124,21 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
     return [data, flat, dest], hmod
 
 
-def band_rows(n: int | None, k: int, oh: int, ow: int) -> int | None:
+def band_rows(k: int, oh: int, ow: int) -> int | None:
     """The output rows of a band of a convolution's im2col (:func:`topi.nn.conv2d_gemm`'s
-    ``band_rows``), or None for a whole image: bands when a batch of ``n`` images (None:
-    symbolic) has more than one and an image's im2col (K x OH * OW) is more than
-    :data:`BAND_MIN_BYTES`, of the most rows whose pixels are whole AVX-512 register tiles
+    ``band_rows``), or None for a whole image: bands when an image's im2col (K x OH * OW)
+    is more than :data:`BAND_MIN_BYTES`, of the most rows whose pixels are whole AVX-512 register tiles
     (32 columns) up to :data:`BAND_MAX_PIXELS`. Each band's im2col is then computed just
     before its gemm and read from cache. Emerald Rapids, batch 8, one thread, interleaved:
     ResNet-18's 3x3 convolution at 64 channels, 56 x 56 (with bias and ReLU) 17.3 -> 12.7 ms
     in bands of 4 rows (224 pixels; 2 rows 16.0, 7 rows 35.7: the blocked rule's 392
     columns), its 7x7 stem 19.9 -> 16.3 ms in bands of 2 rows; at 128 channels, 28 x 28, in
     bands of 4 rows (112 pixels, 3 x 32 + a peeled 16) 16.9 -> 26.8 ms (so none there); at
-    256 channels, 14 x 14 18.2 -> 21.1 in 7 rows (98 pixels: none). One image stays whole:
-    its gemm's accumulators then stayed in memory (3x3 at 64 channels 2.8 -> 3.7 ms)."""
-    if n == 1 or k * oh * ow * 4 <= BAND_MIN_BYTES:
+    256 channels, 14 x 14 18.2 -> 21.1 in 7 rows (98 pixels: none). One image: the 3x3 at
+    64 channels 2.6 -> 1.9 ms (once its result's expand + collapse views were moved out of
+    the way of the accumulators' hoisting, :func:`mlc_mlir.compiler.vector_opt.reshapes_as_casts`;
+    before, 3.7 ms)."""
+    if k * oh * ow * 4 <= BAND_MIN_BYTES:
         return None
     fits = [r for r in range(1, oh) if oh % r == 0 and r * ow <= BAND_MAX_PIXELS and r * ow % 32 == 0]
     return max(fits) if fits else None

@@ -50,15 +50,14 @@ def test_band_rows_must_divide_the_output_rows():
 
 
 def test_band_rows_choice():
-    # a batch with a large im2col per image (over 1 MB): the most rows whose pixels are whole
-    # 32-column tiles up to 224; one image, a small im2col, or no such rows: whole images
-    assert band_rows(8, 576, 56, 56) == 4          # ResNet-18's 3x3 at 64 channels: 224 pixels
-    assert band_rows(None, 147, 112, 112) == 2     # its 7x7 stem, symbolic batch
-    assert band_rows(1, 576, 56, 56) is None
-    assert band_rows(8, 1152, 28, 28) is None      # 4 rows = 112 pixels: not whole tiles
-    assert band_rows(8, 2304, 14, 14) is None      # 7 rows = 98 pixels
-    assert band_rows(8, 27, 112, 112) == 2         # MobileNet-v2's 3x3 stem of stride 2: 1.35 MB
-    assert band_rows(8, 27, 32, 32) is None        # 110 KB
+    # a large im2col per image (over 1 MB): the most rows whose pixels are whole 32-column
+    # tiles up to 224; a small im2col, or no such rows: whole images
+    assert band_rows(576, 56, 56) == 4          # ResNet-18's 3x3 at 64 channels: 224 pixels
+    assert band_rows(147, 112, 112) == 2        # its 7x7 stem
+    assert band_rows(1152, 28, 28) is None      # 4 rows = 112 pixels: not whole tiles
+    assert band_rows(2304, 14, 14) is None      # 7 rows = 98 pixels
+    assert band_rows(27, 112, 112) == 2         # MobileNet-v2's 3x3 stem of stride 2: 1.35 MB
+    assert band_rows(27, 32, 32) is None        # 110 KB
     assert 27 * 32 * 32 * 4 <= BAND_MIN_BYTES < 27 * 112 * 112 * 4
 
 
@@ -100,21 +99,26 @@ module {{
     return mlc.Module.parse(src)
 
 
-def test_resnet_block_in_bands_equals_torch():
-    # 64 channels at 56 x 56, a batch of 2: im2col (2, 14, 576, 4, 56), computed per band at
-    # the gemm's band loop; the bias + residual + ReLU per image; equal to torch
-    mod = _resnet_block(2, 64, 56)
+@pytest.mark.parametrize("batch", [2, 1])
+def test_resnet_block_in_bands_equals_torch(batch):
+    # 64 channels at 56 x 56: im2col (batch, 14, 576, 4, 56) (one image: (14, 576, 4, 56)),
+    # computed per band at the gemm's band loop; the bias + residual + ReLU per image (one
+    # image: after the gemm, reading its result through the expand + collapse views); equal
+    # to torch
+    mod = _resnet_block(batch, 64, 56)
     text = str(window_strategies(mod))
-    assert "tensor<2x14x576x4x56xf32>" in text and "tensor<2x64x14x224xf32>" in text, text
+    lead = f"{batch}x" if batch > 1 else ""
+    assert f"tensor<{lead}14x576x4x56xf32>" in text and f"tensor<{lead}64x14x224xf32>" in text, text
     sch = Schedule(window_strategies(mod))
     apply_rules(sch, "llvm -num-cores=2")
     trace = str(sch.trace)
     gemm_loops = [ln for ln in trace.splitlines() if ln.startswith("l") and "get_loops(block=b" in ln]
     assert gemm_loops and "sch.compute_at(block=" in trace, trace
-    band_loop = gemm_loops[0].split(" = ")[0].split(", ")[2]   # loops (n, f, band, p, k): the third
+    # loops (n, f, band, p, k): the third; one image (f, band, p, k): the second
+    band_loop = gemm_loops[0].split(" = ")[0].split(", ")[2 if batch > 1 else 1]
     assert f"sch.compute_at(block=b" in trace and f"loop={band_loop})" in trace, trace
     rng = np.random.default_rng(3)
-    xv, rv = (rng.standard_normal((2, 64, 56, 56)).astype("float32") for _ in range(2))
+    xv, rv = (rng.standard_normal((batch, 64, 56, 56)).astype("float32") for _ in range(2))
     wv = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype("float32")
     bv = rng.standard_normal((1, 64, 1, 1)).astype("float32")
     want = torch.relu(F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=1) + torch.from_numpy(bv)
