@@ -127,20 +127,21 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
 def band_rows(k: int, oh: int, ow: int) -> int | None:
     """The output rows of a band of a convolution's im2col (:func:`topi.nn.conv2d_gemm`'s
     ``band_rows``), or None for a whole image: bands when an image's im2col (K x OH * OW)
-    is more than :data:`BAND_MIN_BYTES`, of the most rows whose pixels are whole AVX-512 register tiles
-    (32 columns) up to :data:`BAND_MAX_PIXELS`. Each band's im2col is then computed just
-    before its gemm and read from cache. Emerald Rapids, batch 8, one thread, interleaved:
-    ResNet-18's 3x3 convolution at 64 channels, 56 x 56 (with bias and ReLU) 17.3 -> 12.7 ms
-    in bands of 4 rows (224 pixels; 2 rows 16.0, 7 rows 35.7: the blocked rule's 392
-    columns), its 7x7 stem 19.9 -> 16.3 ms in bands of 2 rows; at 128 channels, 28 x 28, in
-    bands of 4 rows (112 pixels, 3 x 32 + a peeled 16) 16.9 -> 26.8 ms (so none there); at
-    256 channels, 14 x 14 18.2 -> 21.1 in 7 rows (98 pixels: none). One image: the 3x3 at
-    64 channels 2.6 -> 1.9 ms (once its result's expand + collapse views were moved out of
-    the way of the accumulators' hoisting, :func:`mlc_mlir.compiler.vector_opt.reshapes_as_casts`;
-    before, 3.7 ms)."""
+    is more than :data:`BAND_MIN_BYTES`, of the most rows whose pixels are whole 16-lane
+    vectors up to :data:`BAND_MAX_PIXELS`. Each band's im2col is then computed just before
+    its gemm and read from cache. Emerald Rapids, one thread, interleaved: ResNet-18's 3x3
+    convolution at 64 channels, 56 x 56 (with bias and ReLU), batch 8, 17.3 -> 12.7 ms in
+    bands of 4 rows (224 pixels; 2 rows 16.0, 7 rows 35.7: the blocked rule's 392
+    columns), one image 2.6 -> 1.9 ms; its 7x7 stem 19.9 -> 16.3 ms at batch 8 in bands of 2
+    rows; at 128 channels, 28 x 28, in bands of 4 rows (112 pixels) 18.5 -> 14.9 ms at
+    batch 8, 2.1 -> 1.4 ms for one image; at 256 channels, 14 x 14, 18.2 -> 21.1 in 7 rows
+    (98 pixels: none). (Before the hoisting of accumulators saw through the result's
+    expand + collapse views, :func:`mlc_mlir.compiler.vector_opt.reshapes_as_casts`, bands
+    were slower where the result was not a per-image buffer: one image 2.8 -> 3.7 ms, the
+    128-channel layer with its peeled tiles 16.9 -> 26.8.)"""
     if k * oh * ow * 4 <= BAND_MIN_BYTES:
         return None
-    fits = [r for r in range(1, oh) if oh % r == 0 and r * ow <= BAND_MAX_PIXELS and r * ow % 32 == 0]
+    fits = [r for r in range(1, oh) if oh % r == 0 and r * ow <= BAND_MAX_PIXELS and r * ow % 16 == 0]
     return max(fits) if fits else None
 
 

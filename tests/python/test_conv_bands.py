@@ -50,12 +50,12 @@ def test_band_rows_must_divide_the_output_rows():
 
 
 def test_band_rows_choice():
-    # a large im2col per image (over 1 MB): the most rows whose pixels are whole 32-column
-    # tiles up to 224; a small im2col, or no such rows: whole images
+    # a large im2col per image (over 1 MB): the most rows whose pixels are whole 16-lane
+    # vectors up to 224; a small im2col, or no such rows: whole images
     assert band_rows(576, 56, 56) == 4          # ResNet-18's 3x3 at 64 channels: 224 pixels
     assert band_rows(147, 112, 112) == 2        # its 7x7 stem
-    assert band_rows(1152, 28, 28) is None      # 4 rows = 112 pixels: not whole tiles
-    assert band_rows(2304, 14, 14) is None      # 7 rows = 98 pixels
+    assert band_rows(1152, 28, 28) == 4         # 128 channels: 112 pixels
+    assert band_rows(2304, 14, 14) is None      # 7 rows = 98 pixels: not whole vectors
     assert band_rows(27, 112, 112) == 2         # MobileNet-v2's 3x3 stem of stride 2: 1.35 MB
     assert band_rows(27, 32, 32) is None        # 110 KB
     assert 27 * 32 * 32 * 4 <= BAND_MIN_BYTES < 27 * 112 * 112 * 4
