@@ -51,6 +51,8 @@ IR after::
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mlir import ir
 from mlir.dialects import arith, memref, vector
 
@@ -224,36 +226,24 @@ def _linearize(op: ir.Operation) -> bool:
     if not users or not all(_row_transfer(u, view) or sizes_of.get(u) is not None for u in users):
         return False
     sizes = list(ir.MemRefType(view.type).shape)
-    rank = ir.MemRefType(src.type).rank
     index = ir.IndexType.get()
     transfers = [u for u in users if u.name != "memref.dim"]
     for user in dims:  # the size of a dynamic dim of the view: the source's (its group is that one dim)
         with ir.InsertionPoint(user), user.location:
             user.results[0].replace_all_uses_with(memref.dim(src, arith.constant(index, sizes_of[user])))
         user.erase()
+
+    def linear(idx: list[ir.Value]) -> list[ir.Value]:
+        lin = []
+        for group in groups:
+            value = idx[group[0]]
+            for d in group[1:]:
+                value = arith.addi(arith.muli(value, arith.constant(index, sizes[d])), idx[d])
+            lin.append(value)
+        return lin
+
     for user in transfers:
-        read = user.name == "vector.transfer_read"
-        first = 1 if read else 2
-        idx = list(user.operands[first:first + len(sizes)])
-        old_vec = ir.VectorType(user.results[0].type if read else user.operands[0].type)
-        new_vec = ir.VectorType.get([1] * (rank - 1) + [old_vec.shape[-1]], old_vec.element_type)
-        with ir.InsertionPoint(user), user.location:
-            lin = []
-            for group in groups:
-                value = idx[group[0]]
-                for d in group[1:]:
-                    value = arith.addi(arith.muli(value, arith.constant(index, sizes[d])), idx[d])
-                lin.append(value)
-            perm = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
-            bounds = ir.ArrayAttr.get([ir.BoolAttr.get(True)] * rank)
-            if read:
-                pad = user.operands[first + len(sizes)]
-                row = vector.TransferReadOp(new_vec, src, lin, perm, pad, bounds).result
-                user.results[0].replace_all_uses_with(vector.ShapeCastOp(old_vec, row).result)
-            else:
-                row = vector.ShapeCastOp(new_vec, user.operands[0]).result
-                vector.TransferWriteOp(None, row, src, lin, perm, bounds)
-        user.erase()
+        _move_row(user, src, len(sizes), linear)
     op.erase()
     return True
 
@@ -271,35 +261,45 @@ def _delinearize(op: ir.Operation) -> bool:
             or not all(_row_transfer(u, view) for u in users)):
         return False
     sizes = list(src_type.shape)
-    rank = src_type.rank
     index = ir.IndexType.get()
+
+    def split(idx: list[ir.Value]) -> list[ir.Value]:
+        out = []
+        for value, group in zip(idx, groups):
+            parts = []
+            for d in reversed(group[1:]):  # innermost first: value % size, then value / size
+                size = arith.constant(index, sizes[d])
+                parts.append(arith.remui(value, size))
+                value = arith.divui(value, size)
+            out += [value] + parts[::-1]
+        return out
+
     for user in users:
-        read = user.name == "vector.transfer_read"
-        first = 1 if read else 2
-        idx = list(user.operands[first:first + len(groups)])
-        old_vec = ir.VectorType(user.results[0].type if read else user.operands[0].type)
-        new_vec = ir.VectorType.get([1] * (rank - 1) + [old_vec.shape[-1]], old_vec.element_type)
-        with ir.InsertionPoint(user), user.location:
-            split = []
-            for value, group in zip(idx, groups):
-                parts = []
-                for d in reversed(group[1:]):  # innermost first: value % size, then value / size
-                    size = arith.constant(index, sizes[d])
-                    parts.append(arith.remui(value, size))
-                    value = arith.divui(value, size)
-                split += [value] + parts[::-1]
-            perm = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
-            bounds = ir.ArrayAttr.get([ir.BoolAttr.get(True)] * rank)
-            if read:
-                pad = user.operands[first + len(groups)]
-                row = vector.TransferReadOp(new_vec, src, split, perm, pad, bounds).result
-                user.results[0].replace_all_uses_with(vector.ShapeCastOp(old_vec, row).result)
-            else:
-                row = vector.ShapeCastOp(new_vec, user.operands[0]).result
-                vector.TransferWriteOp(None, row, src, split, perm, bounds)
-        user.erase()
+        _move_row(user, src, len(groups), split)
     op.erase()
     return True
+
+
+def _move_row(user: ir.Operation, src: ir.Value, view_rank: int,
+              indices: Callable[[list[ir.Value]], list[ir.Value]]) -> None:
+    """Replace row transfer ``user`` of a view of rank ``view_rank`` by one of ``src`` at
+    ``indices(view indices)`` (inserted before ``user``), its vector ``1x..x1xN`` of
+    ``src``'s rank, shape-cast to the old one."""
+    read = user.name == "vector.transfer_read"
+    first = 1 if read else 2
+    rank = ir.MemRefType(src.type).rank
+    old_vec = ir.VectorType(user.results[0].type if read else user.operands[0].type)
+    new_vec = ir.VectorType.get([1] * (rank - 1) + [old_vec.shape[-1]], old_vec.element_type)
+    with ir.InsertionPoint(user), user.location:
+        idx = indices(list(user.operands[first:first + view_rank]))
+        perm = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
+        bounds = ir.ArrayAttr.get([ir.BoolAttr.get(True)] * rank)
+        if read:
+            row = vector.TransferReadOp(new_vec, src, idx, perm, user.operands[first + view_rank], bounds).result
+            user.results[0].replace_all_uses_with(vector.ShapeCastOp(old_vec, row).result)
+        else:
+            vector.TransferWriteOp(None, vector.ShapeCastOp(new_vec, user.operands[0]).result, src, idx, perm, bounds)
+    user.erase()
 
 
 def _identity(t: ir.MemRefType) -> bool:
