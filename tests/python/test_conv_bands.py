@@ -29,7 +29,10 @@ def test_banded_conv2d_gemm_equals_torch(batch, c, hw, f, rows, stride):
     w = te.placeholder((f, c * 9), name="w")
     y = topi.nn.conv2d_gemm(x, w, stride, 1, 1, gather=True, kernel_size=(3, 3), band_rows=rows)
     mod = te.create_prim_func([x, w, y], name="conv")
-    assert "x" in str(mod) and f"{rows}x" in str(mod)
+    ow = (hw + 2 - 3) // stride + 1
+    # im2col (..., bands, K, rows, OW) and the contraction (..., F, bands, rows * OW)
+    text = str(mod)
+    assert f"x{c * 9}x{rows}x{ow}xf32>" in text and f"{f}x{ow // rows}x{rows * ow}xf32>" in text, text
     n = 3 if batch == "n" else batch
     rng = np.random.default_rng(5)
     xv = rng.standard_normal((n, c, hw, hw)).astype("float32")
