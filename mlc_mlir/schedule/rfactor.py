@@ -30,7 +30,7 @@ class RFactorPrimitives:
 
         Preconditions: ``loop`` is the inner loop of a split of the block's only reduction
         dim, its last iteration dim, ``f`` divides the extent; the block is not attached,
-        decomposed, cached or blockized. ``<name>_rf`` keeps the block's loops (the split's
+        decomposed, cached or blockized; its body does not read its loop indices. ``<name>_rf`` keeps the block's loops (the split's
         inner loop becomes its new spatial dim); the block gets fresh loops over its output
         dims and the lanes.
 
@@ -103,6 +103,9 @@ class RFactorPrimitives:
                                 "rfactor it first")
         if any(fstate.loops[u].kind != "serial" or fstate.loops[u].peel is not None for u in block.path):
             raise ScheduleError(f"rfactor: the loops of block {info.name!r} must still be serial")
+        if "linalg.index" in info.body:  # upstream's split_reduction keeps linalg.index k: k's lanes would be lost
+            raise ScheduleError(f"rfactor: the body of block {info.name!r} reads its loop indices (linalg.index, "
+                                "e.g. cumsum's k <= i): splitting its reduction into partial sums is not supported")
         return f, kdim
 
 

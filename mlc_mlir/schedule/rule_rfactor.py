@@ -26,10 +26,12 @@ def lanes_along_k(info: BlockInfo, kind: Contraction, tgt: Target) -> int | None
     but B is read transposed (``x @ w.T``), or no input reads the output's last dim (a
     reduction of rows kept as a dim of 1, softmax's max and sum: 0.87 ms for GPT-2's 12 x
     128 x 128 scores as a 14 x 1 register tile, serial): partial sums in lanes (rfactor)
-    then; else None."""
+    then; else None. Not for a body that reads its loop indices (``linalg.index``: cumsum's
+    ``k <= i``), which :meth:`Schedule.rfactor` refuses."""
     kd = info.ndims - 1
     row_reduction = not any(kind.j in m for m in info.maps[:info.n_inputs])  # softmax's max / sum: j of extent 1
-    if (kind.contiguous and not row_reduction) or kind.reduce != (kd,) or None in info.extents or not info.has_init:
+    if (kind.contiguous and not row_reduction) or kind.reduce != (kd,) or None in info.extents or not info.has_init \
+            or "linalg.index" in info.body:
         return None
     lanes = tgt.vector_lanes(info.element_type)
     if info.extents[kd] % lanes or any(m[-1] != kd for m in info.maps[:info.n_inputs]):

@@ -118,6 +118,20 @@ def test_rfactor_errors():
         sch.rfactor(k1)
 
 
+def test_rfactor_refuses_a_body_reading_its_indices():
+    """cumsum (``sum_k (k <= i ? a[k] : 0)``) split into partial sums lost k's lanes
+    (upstream's split_reduction keeps the body's ``linalg.index k``): every element came out
+    as the row's total on AVX2, where the default rules chose rfactor for int64 rows of 4."""
+    from mlc_mlir import te, topi
+
+    a = te.placeholder((3, 64), "float32", name="A")
+    sch = Schedule(te.create_prim_func([a, topi.cumsum(a, -1)]))
+    i, j, k = sch.get_loops(sch.get_block("cumsum"))
+    k0, k1 = sch.split(k, [None, 8])
+    with pytest.raises(mlc.ScheduleError, match=r"body of block 'cumsum' reads its loop indices \(linalg.index"):
+        sch.rfactor(k1)
+
+
 def two_row_sums(rows=3, k=8):
     """LayerNorm's two reductions of one input: S1 = row sum, S2 = row sum of squares, C = S1 + S2."""
     from mlc_mlir import te
