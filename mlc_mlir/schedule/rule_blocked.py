@@ -38,6 +38,14 @@ K_BLOCK = 128
 #: faster (ResNet-18's last convolutions as gemms: 512 x 4608 x 49 291 GFLOP/s against 66
 #: blocked, 256 x 2304 x 196 189 against 130; 128 x 1152 x 784 127 against 197)
 MIN_COLUMNS = 256
+#: ... except a contraction of at most this many columns whose B (K x N) is larger than
+#: the target's L2: the register-tile rule then streams all of B from L3 for every row
+#: panel. ResNet-18's 512 x 4608 x 49 (B 903 KB) on a 512 KB-L2 AVX2 host (Zen 3, one
+#: thread, interleaved): 6.0-7.5 ms in the register-tile rule, 4.1-5.5 blocked; on a 2 MB
+#: L2 it stays in the register-tile rule (291 GFLOP/s against 66 blocked, above). At 196
+#: columns (256 x 2304 x 196, B 1.8 MB) the register-tile rule stays faster on both
+#: (3.6-4.9 ms against 8.2-8.4 on the Zen 3 host).
+FEW_COLUMNS = 64
 #: the large-contraction rule's default cache blocks: NC columns by KC of k (the KC x NC
 #: panel of B copied to a local buffer; 512 x 64 f32 = 128 KiB, a quarter of a Zen 3 L2:
 #: matmul 1024 measured 1.09x NumPy's one-thread time against 1.12x for 128 columns, 1.24x
@@ -62,15 +70,20 @@ NC_PEELED = 256
 KC_PEELED = 256
 
 
-def is_large(info: BlockInfo, kind: Contraction) -> bool:
+def is_large(info: BlockInfo, kind: Contraction, tgt: Target | None = None) -> bool:
     """A contraction whose B panel does not stay in cache: it gets cache blocks (batch dims
     stay the outermost loops: a convolution's per-image gemms at batch 8, ResNet-18's 3x3
-    at 64 channels 38.8 -> 25.9 ms, its 7x7 stem 38 -> 29 ms)."""
+    at 64 channels 38.8 -> 25.9 ms, its 7x7 stem 38 -> 29 ms): :data:`MIN_COLUMNS` columns
+    or more, or at most :data:`FEW_COLUMNS` whose B is larger than ``tgt``'s L2."""
     ext = info.extents
-    return (kind.contiguous and kind.i is not None and len(kind.reduce) == 1
-            and None not in ext and ext[kind.reduce[0]] >= K_BLOCK and ext[kind.j] >= MIN_COLUMNS
-            and macs(info) >= LARGE_MACS
-            and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1)
+    if not (kind.contiguous and kind.i is not None and len(kind.reduce) == 1 and None not in ext
+            and ext[kind.reduce[0]] >= K_BLOCK and macs(info) >= LARGE_MACS
+            and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1):
+        return False
+    cols, k = ext[kind.j], ext[kind.reduce[0]]
+    l2 = tgt.l2_bytes if tgt is not None else None
+    b_bytes = k * cols * (8 if "64" in info.element_type else 4)
+    return cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None and b_bytes > l2)
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,7 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind, bloc
                           sm: RuleSampler, done: set[str]) -> set[str]:
     """The rule of a contraction: cache blocks (large), lane partial sums (``x @ w.T``) or a
     register tile; returns the names of the blocks it scheduled."""
-    if is_large(info, kind):
+    if is_large(info, kind, tgt):
         return schedule_blocked(sch, fname, info, kind, tgt, sm, blocks, done)
     lanes = lanes_along_k(info, kind, tgt)
     if lanes is not None:

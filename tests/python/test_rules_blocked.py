@@ -358,3 +358,23 @@ def test_large_matmul_column_block_follows_the_l2(monkeypatch, rows, l2, nc):
     c = np.full((rows, N), np.nan, np.float32)
     mlc.build(sch.mod)["mm"](a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("l2, n, large", [(512 << 10, 49, True), (2 << 20, 49, False), (None, 49, False),
+                                          (512 << 10, 196, False)])
+def test_few_columns_whose_b_outgrows_the_l2_are_blocked(monkeypatch, l2, n, large):
+    """ResNet-18's last convolutions as gemms (512 x 4608 x 49; here 128 x 4608 x n): B (903 KB
+    at 49 columns) larger than a 512 KB L2 takes the blocked rule (the register-tile rule
+    streamed all of B from L3 for every row panel); within a 2 MB L2, for a target naming
+    another CPU (L2 unknown), or at 196 columns it stays in the register-tile rule."""
+    import mlc_mlir.target as target_mod
+    monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: l2)
+    m, k = 128, 4608
+    sch = Schedule(batched_mm(1, m, k, n))
+    apply_rules(sch, "llvm -num-cores=2")
+    assert ("cache_read" in str(sch.trace)) == large, str(sch.trace)
+    rng = np.random.default_rng(5)
+    a, bv = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((1, k, n), dtype=np.float32)
+    out = np.full((1, m, n), np.nan, np.float32)
+    mlc.build(sch.mod)["bmm"](a, bv, out)
+    np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
