@@ -16,8 +16,13 @@ compete with the next one's), makes one call (its weights back in cache), then t
 back-to-back calls whose median is the round's figure (a served model's steady state). Ratios are our time over the
 peer's (below 1: faster). The host is printed first.
 
+With ``--tune-trials N`` also our build after ``mlc.tune.tune_model`` (N trials shared by
+the model's kernels, measured on the configuration's thread count, its model-level check on:
+a kernel that makes the model slower goes back to the rules), timed in the same rounds; its
+tuning time (the budget) is reported next to it.
+
 Run: python benchmarks/bench_models.py [--quick] [--models resnet18,gpt2] [--batches 1] [--threads 2]
-     [--no-compile] (skip torch.compile, whose first call compiles for minutes)
+     [--no-compile] (skip torch.compile, whose first call compiles for minutes) [--tune-trials 64]
 Needs torch; ONNX Runtime from the ``bench`` extra (``onnxruntime``, ``onnx``, ``onnxscript``).
 """
 
@@ -30,6 +35,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 MODELS = {
@@ -72,7 +78,8 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(name: str, batch: int, threads: int, quick: bool, use_compile: bool, rounds: int) -> dict:
+def _child(name: str, batch: int, threads: int, quick: bool, use_compile: bool, rounds: int,
+           tune_trials: int = 0) -> dict:
     import numpy as np
     import torch
 
@@ -97,6 +104,20 @@ def _child(name: str, batch: int, threads: int, quick: bool, use_compile: bool, 
                               "plan_mb": ex.memory_plan["main"].peak_bytes / 2**20,
                               "rel": float(np.abs(got - ref).max() / np.abs(ref).max())}
     runners["ours"] = lambda: fn(*arrays)
+
+    if tune_trials:
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="bench_models_tune_") as work:
+            tuned = mlc.tune.tune_model(mod, f"llvm --num-cores={threads}", max_trials_global=tune_trials,
+                                        work_dir=work, seed=0, progress=False)
+        tune_s = time.perf_counter() - start
+        n_tuned = sum("mlc.tuned" in tuned[f].op.attributes for f in tuned.functions)
+        tuned_fn = mlc.graph.VirtualMachine(mlc.graph.build(tuned, "llvm"), mlc.cpu())["main"]
+        res = tuned_fn(*arrays).numpy()
+        out["runners"]["ours tuned"] = {"setup_s": time.perf_counter() - start, "tune_s": tune_s,
+                                        "kernels_tuned": n_tuned, "peak_mb": _peak_mb(),
+                                        "rel": float(np.abs(res - ref).max() / np.abs(ref).max())}
+        runners["ours tuned"] = lambda: tuned_fn(*arrays)
 
     def eager():
         with torch.no_grad():
@@ -183,6 +204,18 @@ def _table(results: list[dict]) -> str:
                      f"{ms('torch.compile')} | {ms('onnxruntime')} | {ours / eager:.2f}x | "
                      f"{f'{ours / ort_ms:.2f}x' if ort_ms else '-'} | {rs['ours']['setup_s']:.1f} | "
                      f"{rs['ours']['peak_mb']:.0f} | {rs['ours']['plan_mb']:.1f} | {rs['ours']['rel']:.1e} |")
+    tuned = [r for r in results if "ours tuned" in r["runners"]]
+    if tuned:
+        lines += ["", "| model | batch | threads | tuned (ms) | tuned/default | tuned/eager | tuned/ORT | tuning (s) | "
+                  "kernels kept tuned | max rel. diff |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in tuned:
+        rs = r["runners"]
+        t = rs["ours tuned"]
+        ms = t["median_ms"]
+        ort_ms = rs.get("onnxruntime", {}).get("median_ms")
+        lines.append(f"| {_label(r)} | {r['batch']} | {r['threads']} | {ms:.2f} | {ms / rs['ours']['median_ms']:.2f}x | "
+                     f"{ms / rs['torch eager']['median_ms']:.2f}x | {f'{ms / ort_ms:.2f}x' if ort_ms else '-'} | "
+                     f"{t['tune_s']:.0f} | {t['kernels_tuned']} | {t['rel']:.1e} |")
     return "\n".join(lines)
 
 
@@ -194,6 +227,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="small inputs (a smoke run)")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--tune-trials", type=int, default=0,
+                        help="also time our build after mlc.tune.tune_model with this many trials (0: off)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     unknown = [m for m in args.models.split(",") if m not in MODELS]
@@ -202,7 +237,7 @@ def main() -> int:
     if args.child:
         name, batch, threads = args.child.split(":")
         print("RESULT " + json.dumps(_child(name, int(batch), int(threads), args.quick, not args.no_compile,
-                                            args.rounds)))
+                                            args.rounds, args.tune_trials)))
         return 0
     user_blocktime = os.environ.get("KMP_BLOCKTIME")
     from bench_common import host_report  # (sets KMP_BLOCKTIME=0 for the kernel benchmarks)
@@ -221,6 +256,7 @@ def main() -> int:
                 cmd = [sys.executable, __file__, "--child", f"{name}:{batch}:{threads}", "--rounds", str(args.rounds)]
                 cmd += ["--quick"] if args.quick else []
                 cmd += ["--no-compile"] if args.no_compile else []
+                cmd += ["--tune-trials", str(args.tune_trials)] if args.tune_trials else []
                 proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
                 line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
                 if line is None:
