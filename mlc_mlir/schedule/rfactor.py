@@ -30,9 +30,10 @@ class RFactorPrimitives:
 
         Preconditions: ``loop`` is the inner loop of a split of the block's only reduction
         dim, its last iteration dim, ``f`` divides the extent; the block is not attached,
-        decomposed, cached or blockized; its body does not read its loop indices. ``<name>_rf`` keeps the block's loops (the split's
-        inner loop becomes its new spatial dim); the block gets fresh loops over its output
-        dims and the lanes.
+        decomposed, cached or blockized; its body does not read its loop indices
+        (``linalg.index``). ``<name>_rf`` keeps the block's loops (the split's inner loop
+        becomes its new spatial dim); the block gets fresh loops over its output dims and
+        the lanes.
 
         IR before (``Y = x @ w.T``, ``x: 64x784``, ``w: 128x784``, k split by 8)::
 
