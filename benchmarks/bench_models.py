@@ -263,7 +263,8 @@ def main() -> int:
                     print(f"{name} batch {batch} threads {threads}: failed\n{proc.stderr[-2000:]}", flush=True)
                     continue
                 results.append(json.loads(line[len("RESULT "):]))
-                print(_table(results[-1:]).splitlines()[-1], flush=True)
+                print("\n".join(ln for ln in _table(results[-1:]).splitlines()
+                                if ln and not ln.startswith(("| model", "| ---"))), flush=True)
     print()
     print(_table(results))
     return 0
