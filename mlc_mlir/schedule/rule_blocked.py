@@ -82,7 +82,8 @@ def is_large(info: BlockInfo, kind: Contraction, tgt: Target | None = None) -> b
         return False
     cols, k = ext[kind.j], ext[kind.reduce[0]]
     l2 = tgt.l2_bytes if tgt is not None else None
-    b_bytes = k * cols * (8 if "64" in info.element_type else 4)
+    bits = int("".join(ch for ch in info.element_type if ch.isdigit()) or 32)  # f32, f16, i64...
+    b_bytes = k * cols * bits // 8
     return cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None and b_bytes > l2)
 
 
