@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..target import Target
 from .payload import BlockInfo
-from .rule_common import fuse_epilogue, is_plain, largest_divisor, outermost_wide, parallel_options
+from .rule_common import column_tile, fuse_epilogue, is_plain, largest_divisor, outermost_wide, parallel_options
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 
@@ -78,8 +78,8 @@ def vector_factor(extent: int, lanes: int) -> int:
     vectors. A factor of 28 (MobileNet-v2's 112- and 56-pixel rows) is three whole vectors
     and a masked remainder; 16 ran the 32-channel 112 x 112 depthwise convolution with its
     epilogue in 0.67-0.72 ms against 0.94-1.29 ms (AVX2, one thread, 28 Nov)."""
-    whole = [d for d in range(lanes, min(extent, 4 * lanes) + 1, lanes) if extent % d == 0]
-    return whole[-1] if whole else largest_divisor(extent, 4 * lanes)
+    v = column_tile(extent, 4 * lanes, lanes)  # whole vectors, else a divisor up to one vector
+    return v if v % lanes == 0 else largest_divisor(extent, 4 * lanes)
 
 
 def is_copy(info: BlockInfo) -> bool:
