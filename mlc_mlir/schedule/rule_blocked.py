@@ -70,7 +70,7 @@ NC_PEELED = 256
 KC_PEELED = 256
 
 
-def is_large(info: BlockInfo, kind: Contraction, tgt: Target | None = None) -> bool:
+def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
     """A contraction whose B panel does not stay in cache: it gets cache blocks (batch dims
     stay the outermost loops: a convolution's per-image gemms at batch 8, ResNet-18's 3x3
     at 64 channels 38.8 -> 25.9 ms, its 7x7 stem 38 -> 29 ms): :data:`MIN_COLUMNS` columns
@@ -81,7 +81,7 @@ def is_large(info: BlockInfo, kind: Contraction, tgt: Target | None = None) -> b
             and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1):
         return False
     cols, k = ext[kind.j], ext[kind.reduce[0]]
-    l2 = tgt.l2_bytes if tgt is not None else None
+    l2 = tgt.l2_bytes
     bits = int("".join(ch for ch in info.element_type if ch.isdigit()) or 32)  # f32, f16, i64...
     b_bytes = k * cols * bits // 8
     return cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None and b_bytes > l2)
