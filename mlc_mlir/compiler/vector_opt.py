@@ -6,8 +6,11 @@ on the same memref slice in every iteration) is hoisted out of the loop so that 
 in registers, and ``vector.contract`` is lowered to outer products (broadcast + FMA rows)
 instead of being unrolled element by element by the generic vector-to-LLVM lowering.
 
-The stage applies one transform sequence (:data:`VECTOR_OPT_SCRIPT`) to every function of
-a module that has vector ops (modules without any are left alone)::
+The stage rewrites the gathers whose lanes read evenly spaced elements (the clamped reads
+of padding and strided windows) into a load of the run and a shuffle where their clamps
+are inactive (:mod:`.gathers`), then applies one transform sequence
+(:data:`VECTOR_OPT_SCRIPT`) to every function of a module that has vector ops (modules
+without any are left alone)::
 
     remaining linalg ops -> scf loops        no memref.subview of an accumulator's buffer is
                                              left (hoisting refuses buffers with views)
@@ -59,6 +62,7 @@ from mlir.dialects import arith, memref, vector
 from ..irutil import symbol_ops, walk_ops
 from ..errors import LoweringError
 from ..irbuild import apply_transform
+from .gathers import gathers_to_loads
 
 __all__ = ["VECTOR_OPT_SCRIPT", "has_vector_ops", "optimize_vectors", "reshapes_as_casts"]
 
@@ -125,6 +129,7 @@ def optimize_vectors(module: ir.Module) -> None:
     # one function at a time: hoisting takes exactly one function handle
     funcs = [fn for fn in symbol_ops(module, defined=True).values() if _op_has_vectors(fn)]
     for fn in funcs:
+        gathers_to_loads(fn)
         reshapes_as_casts(fn)
         apply_transform(fn, script, error=LoweringError, message="stage 'vector-opt' failed")
 

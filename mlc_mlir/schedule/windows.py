@@ -12,21 +12,20 @@ dimensions), so they ran as scalar loop nests, and the padded copy of the input 
 strided ``memref.copy``. :func:`windows_to_taps` replaces each by a tensor program with
 one compute per output element, ``max(init, tap(0, 0), tap(0, 1), ...)`` (``init + sum of
 taps``; ``init + sum of tap * w[c, ky, kx]`` for depthwise), each tap reading the unpadded
-input (a depthwise kernel passed as one ``(C,)`` slice per tap). A depthwise convolution
-or a window of stride 1 reads the input padded once (a compute of its own) at affine
-indices: along the output width a stride-1 tap reads consecutive pixels, so the compute
-runs as row loads with its outer loop in parallel (MobileNet-v2's depthwise 3x3 at 32
-channels, 112x112, stride 1, 2 cores: 2.1 ms as gathers, 0.30 ms this way, torch 0.4 ms;
-144 channels at 56x56: 1.12 -> 0.40 ms). A strided depthwise convolution reads its input
-padded and split in its stride phases (:func:`_phases`: phase ``(py, px)`` holds the
-padded pixels ``(s * r + py, s * q + px)``), every tap a unit-stride shift of one phase, so
-the taps are elementwise too and the rules fuse the epilogue on their rows (MobileNet-v2's
-96-channel stride-2 layer at batch 8, one thread: 12.8 -> 9.1 ms; as stride-2 taps each
-output read nine gathers). Strided pooling reads the unpadded input in place
-(``te.if_then_else`` on the padding, the pad value outside), which the elementwise rule
-vectorizes along the output width as gathers and runs in parallel: ResNet-18's 3x3 max
-pooling (64 x 112 x 112, stride 2): 3.4 ms as named op, 0.74 ms this way (1.19 ms padded;
-torch's NCHW max pooling: 3.1-4.5 ms).
+input (a depthwise kernel passed as one ``(C,)`` slice per tap). A window of stride 1
+reads the input padded once (a compute of its own) at affine indices: along the output
+width a stride-1 tap reads consecutive pixels, so the compute runs as row loads with its
+outer loop in parallel (MobileNet-v2's depthwise 3x3 at 32 channels, 112x112, stride 1,
+2 cores: 2.1 ms as gathers, 0.30 ms this way, torch 0.4 ms; 144 channels at 56x56: 1.12
+-> 0.40 ms). A strided window (pooling or depthwise) reads the unpadded input in place
+(``te.if_then_else`` on the padding, the pad value outside, the index clamped), which the
+elementwise rule vectorizes along the output width as gathers, run in parallel; the
+build loads every gather whose clamps are inactive as one run of ``stride * lanes``
+elements and a shuffle (:mod:`mlc_mlir.compiler.gathers`), so only the border vectors
+gather. MobileNet-v2's 96-channel stride-2 depthwise layer (112 -> 56, one image, one
+thread): 2.4 ms read from its padded stride phases (a compute each, 38 MB at batch 8),
+0.8-1.1 ms in place. ResNet-18's 3x3 max pooling (64 x 112 x 112, stride 2): 3.4 ms as
+named op, 0.74 ms in place as gathers (1.19 ms padded; torch's NCHW max pooling: 3.1-4.5 ms).
 
 Ops this does not take (an init that is not a fill of a float constant, a padding that is
 not a float constant, windows over :data:`MAX_TAPS` taps, a dynamic dimension other than
@@ -60,30 +59,6 @@ def windows_to_taps(mod: Module) -> Module:
     """``mod`` with every pooling / depthwise convolution of :data:`WINDOW_OPS` that it can
     take as one all-parallel compute of unrolled taps (a copy; ``mod`` itself when it has none)."""
     return rewrite_named(mod, WINDOW_OPS, _helper, "window-taps")
-
-
-def _phases(a: Any, window: tuple[int, int], strides: tuple[int, int], dilations: tuple[int, int],
-            pads: tuple[int, int, int, int], value: float, out_hw: tuple[int, int]) -> dict[tuple[int, int], Any]:
-    """The padded input of a strided window split in its stride phases: phase ``(py, px)``
-    holds ``padded[n, c, sh * r + py, sw * q + px]``, so tap ``(ky, kx)`` reads phase
-    ``(ky * dh % sh, kx * dw % sw)`` at ``[y + ky * dh // sh, x + kx * dw // sw]``; each
-    phase holds the rows and columns its taps reach. (Phases for strided max pooling
-    measured slower than its in-place gathers: ResNet-18's, 5.7 -> 6.2 ms at batch 8.)"""
-    (kh, kw), (sh, sw), (dh, dw) = window, strides, dilations
-    top, left, _, _ = pads
-    oh, ow = out_hw
-    reach: dict[tuple[int, int], list[int]] = {}
-    for ky in range(kh):
-        for kx in range(kw):
-            (qy, py), (qx, px) = divmod(ky * dh, sh), divmod(kx * dw, sw)
-            rows, cols = reach.setdefault((py, px), [0, 0])
-            reach[py, px] = [max(rows, qy), max(cols, qx)]
-    out = {}
-    for (py, px), (qy, qx) in sorted(reach.items()):
-        def body(n: Any, c: Any, r: Any, q: Any, py: int = py, px: int = px) -> Any:
-            return padded_pixel(a, n, c, r * sh + (py - top), q * sw + (px - left), pads, value)
-        out[py, px] = te.compute((a.shape[0], a.shape[1], oh + qy, ow + qx), body, name=f"pad{py}{px}")
-    return out
 
 
 def _pair(op: ir.Operation, name: str) -> tuple[int, int]:
@@ -123,19 +98,14 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
     top, left, _, _ = pads
 
     # padded once, then affine reads (row loads along the output width, the outer loop in
-    # parallel): a depthwise convolution, or a window of stride 1; strided pooling reads
-    # the input in place as gathers (ResNet-18's max pooling: 0.74 ms, padded 1.19 ms)
+    # parallel): a window of stride 1; a strided window reads the input in place, clamped
+    # (gathers, whose interior vectors the build loads as runs: compiler/gathers.py)
     value_pad = pad_value if pad_value is not None else 0.0
     padded = pad_hw(a, pads, value_pad, named=False) if (sh, sw) == (1, 1) else None
-    phases = (_phases(a, (kh, kw), (sh, sw), (dh, dw), pads, value_pad, oshape[2:])
-              if kind == DEPTHWISE and (sh, sw) != (1, 1) else None)
 
     def tap(n: Any, c: Any, y: Any, x: Any, ky: int, kx: int) -> Any:
-        if phases is not None:
-            (py, qy), (px, qx) = divmod(ky * dh, sh)[::-1], divmod(kx * dw, sw)[::-1]
-            value = phases[py, px][n, c, y + qy, x + qx]
-        elif padded is not None:
-            value = padded[n, c, y * sh + ky * dh, x * sw + kx * dw]
+        if padded is not None:
+            value = padded[n, c, y + ky * dh, x + kx * dw]
         else:
             value = padded_pixel(a, n, c, y * sh + ky * dh - top, x * sw + kx * dw - left, pads, pad_value)
         return value * taps_w[ky, kx][c] if taps_w is not None else value

@@ -1,0 +1,61 @@
+// RUN: mlc-opt %s --mlc-vector-opt | filecheck %s
+
+// The build's vector-opt stage loads gathers whose lanes read evenly spaced elements as one
+// run and a shuffle (compiler/gathers.py). The gather below is how a stride-2 window reads
+// its input in place: column 2 * x - 1 of row %i, clamped into [0, 31] (the padding), so
+// only the vector at the left border needs the gather; the others read 16 consecutive
+// elements and keep every second one.
+// CHECK-LABEL: func.func @stride_two_row
+// CHECK: arith.cmpi sle
+// CHECK: scf.if %{{.+}} -> (vector<8xf32>) {
+// CHECK:   %[[ROW:.+]] = vector.load %{{.+}}[%{{.+}}] : memref<128xf32>, vector<16xf32>
+// CHECK:   vector.shuffle %[[ROW]], %[[ROW]] [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xf32>, vector<16xf32>
+// CHECK: } else {
+// CHECK:   vector.gather
+func.func @stride_two_row(%src: memref<4x32xf32>, %dst: memref<4x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %two = arith.constant dense<2> : vector<8xindex>
+  %one = arith.constant dense<1> : vector<8xindex>
+  %zero = arith.constant dense<0> : vector<8xindex>
+  %last = arith.constant dense<31> : vector<8xindex>
+  %width = arith.constant dense<32> : vector<8xindex>
+  %mask = arith.constant dense<true> : vector<8xi1>
+  %pass = arith.constant dense<0.0> : vector<8xf32>
+  %step = vector.step : vector<8xindex>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %row = vector.broadcast %i : index to vector<8xindex>
+    %base = arith.muli %row, %width : vector<8xindex>
+    scf.for %x0 = %c0 to %c16 step %c8 {
+      %x0v = vector.broadcast %x0 : index to vector<8xindex>
+      %x = arith.addi %step, %x0v : vector<8xindex>
+      %col2 = arith.muli %x, %two : vector<8xindex>
+      %col = arith.subi %col2, %one : vector<8xindex>
+      %above = arith.maxsi %col, %zero : vector<8xindex>
+      %clamped = arith.minsi %above, %last : vector<8xindex>
+      %off = arith.addi %base, %clamped : vector<8xindex>
+      %g = vector.gather %src[%c0, %c0][%off], %mask, %pass
+          : memref<4x32xf32>, vector<8xindex>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      vector.store %g, %dst[%i, %x0] : memref<4x16xf32>, vector<8xf32>
+    }
+  }
+  return
+}
+
+// A gather at offsets read from memory (an embedding lookup) stays a gather.
+// CHECK-LABEL: func.func @lookup
+// CHECK-NOT: scf.if
+// CHECK: vector.gather
+func.func @lookup(%table: memref<64xf32>, %ids: memref<8xindex>, %dst: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %mask = arith.constant dense<true> : vector<8xi1>
+  %pass = arith.constant dense<0.0> : vector<8xf32>
+  %off = vector.load %ids[%c0] : memref<8xindex>, vector<8xindex>
+  %g = vector.gather %table[%c0][%off], %mask, %pass
+      : memref<64xf32>, vector<8xindex>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+  vector.store %g, %dst[%c0] : memref<8xf32>, vector<8xf32>
+  return
+}

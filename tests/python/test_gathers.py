@@ -1,0 +1,78 @@
+"""Gathers whose lanes read evenly spaced elements run as loads (compiler/gathers.py): a
+strided window reads its input in place, clamped into it, as gathers; the build loads each
+vector whose clamps are inactive as one run plus a shuffle and gathers only at the borders.
+Both paths equal torch on images wide enough to have interior vectors and borders on each
+side; a gather at data-dependent offsets is left alone."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import mlc_mlir as mlc
+from mlc_mlir import te, topi
+from mlc_mlir.compiler import vector_opt
+from mlc_mlir.schedule.rules import default_schedule
+
+T = torch.from_numpy
+
+
+@pytest.fixture
+def rewritten(monkeypatch):
+    """How many gathers the build's vector-opt stage rewrote, per function."""
+    counts = []
+    real = vector_opt.gathers_to_loads
+
+    def counting(fn):
+        counts.append(real(fn))
+        return counts[-1]
+
+    monkeypatch.setattr(vector_opt, "gathers_to_loads", counting)
+    return counts
+
+
+# name: (te builder over x (and w), weight shape, torch reference)
+CASES = {
+    "depthwise_stride2": (lambda x, w: topi.nn.conv2d(x, w, 2, 1, groups=5), (5, 1, 3, 3),
+                          lambda x, w: F.conv2d(x, w, stride=2, padding=1, groups=5)),
+    "depthwise_stride2_5x5": (lambda x, w: topi.nn.conv2d(x, w, 2, 2, groups=5), (5, 1, 5, 5),
+                              lambda x, w: F.conv2d(x, w, stride=2, padding=2, groups=5)),
+    "max_pool_stride2": (lambda x: topi.nn.max_pool2d(x, 3, 2, padding=1), None,
+                         lambda x: F.max_pool2d(x, 3, 2, 1)),
+    "avg_pool_stride3": (lambda x: topi.nn.avg_pool2d(x, 3, 3, padding=1), None,
+                         lambda x: F.avg_pool2d(x, 3, 3, 1)),
+}
+
+
+@pytest.mark.parametrize("width", [67, 96])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_strided_windows_load_their_interior_and_equal_torch(name, width, rewritten):
+    build, wshape, ref = CASES[name]
+    x = te.placeholder((2, 5, 23, width), name="x")
+    args = [x] if wshape is None else [x, te.placeholder(wshape, name="w")]
+    mod = mlc.Module.parse(str(te.create_prim_func([*args, build(*args)], name="win")))
+    lib = mlc.build(default_schedule(mod))
+    assert sum(rewritten) >= 1, rewritten  # the taps' gathers became guarded loads
+    rng = np.random.default_rng(width)
+    # the padding shows: every value negative, so a tap wrongly reading the clamped border
+    # pixel instead of the pad value (0 for convolutions, -inf for max) changes the result
+    xv = -np.abs(rng.standard_normal((2, 5, 23, width))).astype("float32") - 0.5
+    vals = [xv] if wshape is None else [xv, rng.standard_normal(wshape).astype("float32")]
+    want = ref(*map(T, vals)).numpy()
+    out = np.zeros(want.shape, "float32")
+    lib["win"](*vals, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_lookup_keeps_its_gather(rewritten):
+    """``take`` reads at offsets loaded from memory: nothing to prove, the gather stays."""
+    table = te.placeholder((50, 16), name="table")
+    ids = te.placeholder((24,), dtype="int64", name="ids")
+    mod = mlc.Module.parse(str(te.create_prim_func([table, ids, topi.take(table, ids, axis=0)], name="take")))
+    lib = mlc.build(default_schedule(mod))
+    assert sum(rewritten) == 0
+    tv = np.random.default_rng(1).standard_normal((50, 16)).astype("float32")
+    iv = np.random.default_rng(2).integers(0, 50, 24)
+    out = np.zeros((24, 16), "float32")
+    lib["take"](tv, iv, out)
+    np.testing.assert_array_equal(out, tv[iv])
