@@ -24,7 +24,12 @@ build loads every gather whose clamps are inactive as one run of ``stride * lane
 elements and a shuffle (:mod:`mlc_mlir.compiler.gathers`), so only the border vectors
 gather. MobileNet-v2's 96-channel stride-2 depthwise layer (112 -> 56, one image, one
 thread): 2.4 ms read from its padded stride phases (a compute each, 38 MB at batch 8),
-0.8-1.1 ms in place. ResNet-18's 3x3 max pooling (64 x 112 x 112, stride 2): 3.4 ms as
+0.8-1.1 ms in place. A strided depthwise convolution narrower than
+:data:`IN_PLACE_WIDTH` (each row one vector touching the border, all gathers in place)
+reads its input padded and split in its stride phases (:func:`_phases`: phase ``(py,
+px)`` holds the padded pixels ``(s * r + py, s * q + px)``), every tap a unit-stride shift
+of one phase, so the taps are elementwise and the rules fuse the epilogue on their rows.
+ResNet-18's 3x3 max pooling (64 x 112 x 112, stride 2): 3.4 ms as
 named op, 0.74 ms in place as gathers (1.19 ms padded; torch's NCHW max pooling: 3.1-4.5 ms).
 
 Ops this does not take (an init that is not a fill of a float constant, a padding that is
@@ -46,19 +51,49 @@ from ..ir import Module
 from ..irutil import symbol_ops
 from .rewrite_named import constant_fill, pad_hw_source, rename_blocks, rewrite_named, static_shape
 
-__all__ = ["windows_to_taps", "WINDOW_OPS", "MAX_TAPS"]
+__all__ = ["windows_to_taps", "WINDOW_OPS", "MAX_TAPS", "IN_PLACE_WIDTH"]
 
 MAX_POOL, SUM_POOL, DEPTHWISE = "linalg.pooling_nchw_max", "linalg.pooling_nchw_sum", "linalg.depthwise_conv_2d_nchw_chw"
 #: the window ops rewritten
 WINDOW_OPS = (MAX_POOL, SUM_POOL, DEPTHWISE)
 #: windows of more taps stay named ops (the unrolled compute grows with the window)
 MAX_TAPS = 64
+#: a strided depthwise convolution reads its input in place from this output width on (most
+#: of a row's vectors then lie inside the image, loaded as runs); narrower ones, whose
+#: vectors nearly all touch the border, read its stride phases (MobileNet-v2, one image,
+#: one thread: 112 -> 56 at 96 channels: phases 1.6-2.4 ms, in place 0.8-1.1; 56 -> 28 at
+#: 144 channels, one 28-lane vector per row: phases 0.48 ms, in place 1.0-1.5)
+IN_PLACE_WIDTH = 48
 
 
 def windows_to_taps(mod: Module) -> Module:
     """``mod`` with every pooling / depthwise convolution of :data:`WINDOW_OPS` that it can
     take as one all-parallel compute of unrolled taps (a copy; ``mod`` itself when it has none)."""
     return rewrite_named(mod, WINDOW_OPS, _helper, "window-taps")
+
+
+def _phases(a: Any, window: tuple[int, int], strides: tuple[int, int], dilations: tuple[int, int],
+            pads: tuple[int, int, int, int], value: float, out_hw: tuple[int, int]) -> dict[tuple[int, int], Any]:
+    """The padded input of a strided window split in its stride phases: phase ``(py, px)``
+    holds ``padded[n, c, sh * r + py, sw * q + px]``, so tap ``(ky, kx)`` reads phase
+    ``(ky * dh % sh, kx * dw % sw)`` at ``[y + ky * dh // sh, x + kx * dw // sw]``; each
+    phase holds the rows and columns its taps reach. (Phases for strided max pooling
+    measured slower than its in-place gathers: ResNet-18's, 5.7 -> 6.2 ms at batch 8.)"""
+    (kh, kw), (sh, sw), (dh, dw) = window, strides, dilations
+    top, left, _, _ = pads
+    oh, ow = out_hw
+    reach: dict[tuple[int, int], list[int]] = {}
+    for ky in range(kh):
+        for kx in range(kw):
+            (qy, py), (qx, px) = divmod(ky * dh, sh), divmod(kx * dw, sw)
+            rows, cols = reach.setdefault((py, px), [0, 0])
+            reach[py, px] = [max(rows, qy), max(cols, qx)]
+    out = {}
+    for (py, px), (qy, qx) in sorted(reach.items()):
+        def body(n: Any, c: Any, r: Any, q: Any, py: int = py, px: int = px) -> Any:
+            return padded_pixel(a, n, c, r * sh + (py - top), q * sw + (px - left), pads, value)
+        out[py, px] = te.compute((a.shape[0], a.shape[1], oh + qy, ow + qx), body, name=f"pad{py}{px}")
+    return out
 
 
 def _pair(op: ir.Operation, name: str) -> tuple[int, int]:
@@ -99,12 +134,18 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
 
     # padded once, then affine reads (row loads along the output width, the outer loop in
     # parallel): a window of stride 1; a strided window reads the input in place, clamped
-    # (gathers, whose interior vectors the build loads as runs: compiler/gathers.py)
+    # (gathers, whose interior vectors the build loads as runs: compiler/gathers.py), but
+    # for a narrow depthwise convolution, which reads its stride phases
     value_pad = pad_value if pad_value is not None else 0.0
     padded = pad_hw(a, pads, value_pad, named=False) if (sh, sw) == (1, 1) else None
+    phases = (_phases(a, (kh, kw), (sh, sw), (dh, dw), pads, value_pad, oshape[2:])
+              if kind == DEPTHWISE and (sh, sw) != (1, 1) and oshape[3] < IN_PLACE_WIDTH else None)
 
     def tap(n: Any, c: Any, y: Any, x: Any, ky: int, kx: int) -> Any:
-        if padded is not None:
+        if phases is not None:
+            (py, qy), (px, qx) = divmod(ky * dh, sh)[::-1], divmod(kx * dw, sw)[::-1]
+            value = phases[py, px][n, c, y + qy, x + qx]
+        elif padded is not None:
             value = padded[n, c, y + ky * dh, x + kx * dw]
         else:
             value = padded_pixel(a, n, c, y * sh + ky * dh - top, x * sw + kx * dw - left, pads, pad_value)

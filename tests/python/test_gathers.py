@@ -13,6 +13,7 @@ import mlc_mlir as mlc
 from mlc_mlir import te, topi
 from mlc_mlir.compiler import vector_opt
 from mlc_mlir.schedule.rules import default_schedule
+from mlc_mlir.schedule.windows import IN_PLACE_WIDTH, windows_to_taps
 
 T = torch.from_numpy
 
@@ -50,9 +51,12 @@ def test_strided_windows_load_their_interior_and_equal_torch(name, width, rewrit
     build, wshape, ref = CASES[name]
     x = te.placeholder((2, 5, 23, width), name="x")
     args = [x] if wshape is None else [x, te.placeholder(wshape, name="w")]
-    mod = mlc.Module.parse(str(te.create_prim_func([*args, build(*args)], name="win")))
+    out_t = build(*args)
+    mod = mlc.Module.parse(str(te.create_prim_func([*args, out_t], name="win")))
+    if wshape is not None:  # a depthwise convolution this wide reads in place, a narrower its phases
+        assert ("_pad00" in str(windows_to_taps(mod))) == (out_t.shape[-1] < IN_PLACE_WIDTH)
     lib = mlc.build(default_schedule(mod))
-    assert sum(rewritten) >= 1, rewritten  # the taps' gathers became guarded loads
+    assert sum(rewritten) >= 1, rewritten  # the taps' (or phases') gathers became guarded loads
     rng = np.random.default_rng(width)
     # the padding shows: every value negative, so a tap wrongly reading the clamped border
     # pixel instead of the pad value (0 for convolutions, -inf for max) changes the result
