@@ -52,7 +52,7 @@ def schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Target
     block = sch.get_block(info.name, fname)
     loops = sch.get_loops(block)
     last = out[-1]
-    v = vector_factor(info.extents[last], lanes)
+    v = vector_factor(info.extents[last], lanes, gathers="tensor.extract" in info.body)
     if v < 2 or last != info.ndims - 1:
         return set()
     (outer, inner), v = sm.split("vector", loops[last], info.extents[last], v, 4 * lanes)
@@ -72,12 +72,20 @@ def schedule_elementwise(sch: Schedule, fname: str, info: BlockInfo, tgt: Target
     return fuse_epilogue(sch, fname, chain, at, cols=int(v), unroll_rows=False)
 
 
-def vector_factor(extent: int, lanes: int) -> int:
+def vector_factor(extent: int, lanes: int, *, gathers: bool = False) -> int:
     """The vectorized inner factor of an elementwise block's last dim: the largest divisor of
     ``extent`` up to four vectors that is whole vectors, else the largest divisor up to four
     vectors. A factor of 28 (MobileNet-v2's 112- and 56-pixel rows) is three whole vectors
     and a masked remainder; 16 ran the 32-channel 112 x 112 depthwise convolution with its
-    epilogue in 0.67-0.72 ms against 0.94-1.29 ms (AVX2, one thread, 28 Nov)."""
+    epilogue in 0.67-0.72 ms against 0.94-1.29 ms (AVX2, one thread, 28 Nov).
+
+    A block that reads through ``tensor.extract`` (``gathers``: padding, strided windows)
+    takes one vector where it divides the extent: its clamped reads become loads only in
+    vectors that miss the border (:mod:`mlc_mlir.compiler.gathers`), and its masks are
+    legal vectors only at the hardware's width (the 32-channel 112 x 112 depthwise
+    convolution's padded copy, 120 columns: 24 lanes 0.79-0.99 ms, 8 lanes 0.26-0.31)."""
+    if gathers and extent % lanes == 0:
+        return lanes
     v = column_tile(extent, 4 * lanes, lanes)  # whole vectors, else a divisor up to one vector
     return v if v % lanes == 0 else largest_divisor(extent, 4 * lanes)
 

@@ -64,6 +64,10 @@ MAX_TAPS = 64
 #: one thread: 112 -> 56 at 96 channels: phases 1.6-2.4 ms, in place 0.8-1.1; 56 -> 28 at
 #: 144 channels, one 28-lane vector per row: phases 0.48 ms, in place 1.0-1.5)
 IN_PLACE_WIDTH = 48
+#: the padded copy of a stride-1 window's input, and the stride phases, have rows of a
+#: multiple of this many columns (the copies' vectors all of 8 lanes, see
+#: :func:`.rule_elementwise.vector_factor`); the taps read the columns they need
+PAD_ROW_MULTIPLE = 8
 
 
 def windows_to_taps(mod: Module) -> Module:
@@ -92,7 +96,9 @@ def _phases(a: Any, window: tuple[int, int], strides: tuple[int, int], dilations
     for (py, px), (qy, qx) in sorted(reach.items()):
         def body(n: Any, c: Any, r: Any, q: Any, py: int = py, px: int = px) -> Any:
             return padded_pixel(a, n, c, r * sh + (py - top), q * sw + (px - left), pads, value)
-        out[py, px] = te.compute((a.shape[0], a.shape[1], oh + qy, ow + qx), body, name=f"pad{py}{px}")
+        # (rows of whole vectors, as the stride-1 padded copy's)
+        width = ow + qx + (-(ow + qx) % PAD_ROW_MULTIPLE)
+        out[py, px] = te.compute((a.shape[0], a.shape[1], oh + qy, width), body, name=f"pad{py}{px}")
     return out
 
 
@@ -137,7 +143,12 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
     # (gathers, whose interior vectors the build loads as runs: compiler/gathers.py), but
     # for a narrow depthwise convolution, which reads its stride phases
     value_pad = pad_value if pad_value is not None else 0.0
-    padded = pad_hw(a, pads, value_pad, named=False) if (sh, sw) == (1, 1) else None
+    padded = None
+    if (sh, sw) == (1, 1):
+        # the padded rows rounded up to whole vectors (the pad's vectors all 8 lanes wide:
+        # 114 columns went in 19-lane vectors, whose masks LLVM handles lane by lane)
+        wide = (top, left, pads[2], pads[3] + (-(dshape[3] + left + pads[3]) % PAD_ROW_MULTIPLE))
+        padded = pad_hw(a, wide, value_pad, named=False)
     phases = (_phases(a, (kh, kw), (sh, sw), (dh, dw), pads, value_pad, oshape[2:])
               if kind == DEPTHWISE and (sh, sw) != (1, 1) and oshape[3] < IN_PLACE_WIDTH else None)
 
