@@ -26,6 +26,12 @@ conditions::
       scf.yield %g
     }
 
+When the gathered value's one use is the padding's ``arith.select %inside, %value, %pad``
+(``te.if_then_else`` around the clamped read), the select moves into both branches: where
+the clamps are inactive the mask is the same on every lane (a signed comparison of
+lane-linear values whose first and last lanes agree, checked with the clamps), so the
+loaded run is selected by one scalar instead of a vector mask built per vector.
+
 Only unmasked gathers (an all-true constant mask) from a row-major buffer (static dims but
 the first) are taken; the rest are left as they are. (MobileNet-v2's stride-2 depthwise
 convolution of 96 channels at 112x112, one image: the phases' gathers ran 1.7 ms.)
@@ -273,7 +279,7 @@ def _rewrite(op: ir.Operation) -> bool:
         count = sizes[0]
         for s in sizes[1:]:
             count = arith.muli(count, s)
-        conds = list(em.conds)
+        conds, clamps = list(em.conds), len(em.conds)
         if stride > 1:  # the run's last element (stride - 1 past the last lane) in the buffer
             end = arith.addi(start, arith.constant(index, stride * lanes))
             conds.append(arith.cmpi(arith.CmpIPredicate.sle, end, count))
@@ -282,24 +288,142 @@ def _rewrite(op: ir.Operation) -> bool:
         dyn = [count] if mtype.is_dynamic_dim(0) else []
         flat = memref.ReinterpretCastOp(flat_t, base, [], dyn, [], [0], [flat_t.shape[0]], [1]).result
 
-        def load() -> ir.Value:
+        def load(shape: ir.VectorType = rtype) -> ir.Value:
             run = vector.load(ir.VectorType.get([stride * lanes], rtype.element_type), flat, [start])
             if stride > 1:
                 run = vector.shuffle(run, run, [stride * i for i in range(lanes)])
-            return vector.ShapeCastOp(rtype, run).result if rtype.rank > 1 else run
+            return vector.ShapeCastOp(shape, run).result if shape.rank > 1 else run
 
         if not conds:  # consecutive lanes, nothing clamped: a load
             op.results[0].replace_all_uses_with(load())
             op.erase()
             return True
+        # the padding's select on the gathered value: where the clamps are inactive, its mask
+        # is the same for every lane (checked too), so the fast path selects by one scalar
+        chain = _padding_select(op)
+        mask0 = None
+        if chain is not None:
+            kept = len(conds)
+            mask0 = _uniform_mask(chain[-1].operands[0], em, conds)
+            conds += em.conds[clamps:]  # (clamps the mask's lanes went through)
+            if mask0 is None:  # (the scalars emitted for it are left to canonicalization)
+                chain, conds = None, conds[:kept] + em.conds[clamps:]
         cond = conds[0]
         for c in conds[1:]:
             cond = arith.andi(cond, c)
-        if_op = scf.IfOp(cond, [rtype], has_else=True)
-        with ir.InsertionPoint(if_op.then_block):
-            scf.YieldOp([load()])
-    op.results[0].replace_all_uses_with(if_op.results[0])
+        if chain is None:
+            if_op = scf.IfOp(cond, [rtype], has_else=True)
+            with ir.InsertionPoint(if_op.then_block):
+                scf.YieldOp([load()])
+            moved = [op]
+        else:
+            select = chain[-1]
+            stype = ir.VectorType(select.results[0].type)
+            if_op = scf.IfOp(cond, [stype], has_else=True)
+            with ir.InsertionPoint(if_op.then_block):
+                scf.YieldOp([arith.select(mask0, load(stype), select.operands[2])])
+            moved = [op, *chain]
+    last = moved[-1]
+    last.results[0].replace_all_uses_with(if_op.results[0])
     with ir.InsertionPoint(if_op.else_block), op.location:
-        yld = scf.YieldOp([op.results[0]])
-    op.move_before(yld)
+        yld = scf.YieldOp([last.results[0]])
+    for m in moved:
+        m.move_before(yld)
     return True
+
+
+def _padding_select(gather: ir.Operation) -> list[ir.Operation] | None:
+    """``[extract?, select]`` when the gather's one use is ``arith.select %mask, %gathered,
+    %pad`` (through a ``vector.extract`` of its leading unit dims) whose mask and pad value
+    are defined before the gather, else None."""
+    chain: list[ir.Operation] = []
+    value = gather.results[0]
+    while True:
+        uses = list(value.uses)
+        if len(uses) != 1:
+            return None
+        user = uses[0].owner.operation
+        if user.block != gather.block:
+            return None
+        if user.name == "vector.extract" and not chain and len(user.operands) == 1:
+            chain.append(user)
+            value = user.results[0]
+            continue
+        if user.name != "arith.select" or user.operands[1] != value or user.operands[0] == value:
+            return None
+        chain.append(user)
+        break
+    mask, pad = user.operands[0], user.operands[2]
+    if not all(_defined_before(v, gather) for v in (mask, pad)):
+        return None
+    return chain
+
+
+def _defined_before(value: ir.Value, op: ir.Operation) -> bool:
+    """Whether ``value`` is defined before ``op`` in its block or in a block around it."""
+    if isinstance(value.owner, ir.Block):
+        return _in_block(op, value.owner)
+    owner = value.owner.operation
+    if owner.block == op.block:
+        return owner.is_before_in_block(op)
+    return _in_block(op, owner.block)
+
+
+def _in_block(op: ir.Operation, block: ir.Block) -> bool:
+    """Whether ``op`` is nested in ``block`` (at any depth)."""
+    op = op.operation
+    while op.parent is not None:  # (the top module has no block)
+        if op.block == block:
+            return True
+        op = op.parent
+    return False
+
+
+_ORDERED = {"sge", "sgt", "sle", "slt"}
+
+
+def _uniform_mask(mask: ir.Value, em: _Emitter, conds: list[ir.Value]) -> ir.Value | None:
+    """Lane 0 of the i1 vector ``mask`` as a scalar, appending to ``conds`` what makes every
+    lane equal to it (a signed comparison of lane-linear values has its first and last lane
+    equal), or None when ``mask`` is not built of such comparisons, ``andi`` / ``ori``,
+    broadcasts and constants."""
+    if _lanes(mask.type) != em.an.lanes or isinstance(mask.owner, ir.Block):
+        return None
+    op = mask.owner.operation
+    name = op.name
+    if name == "vector.broadcast":
+        src = op.operands[0]
+        if not isinstance(src.type, ir.VectorType):
+            return src
+        if math.prod(ir.VectorType(src.type).shape) == 1:
+            return vector.extract(src, [], [0] * ir.VectorType(src.type).rank)
+        return _uniform_mask(src, em, conds)
+    if name == "arith.constant":
+        attr = op.attributes["value"]
+        if isinstance(attr, ir.DenseIntElementsAttr) and attr.is_splat:
+            return arith.constant(ir.IntegerType.get_signless(1), int(bool(attr.get_splat_value().value)))
+        return None
+    if name in ("arith.andi", "arith.ori"):
+        a, b = (_uniform_mask(o, em, conds) for o in op.operands)
+        if a is None or b is None:
+            return None
+        return arith.andi(a, b) if name == "arith.andi" else arith.ori(a, b)
+    if name != "arith.cmpi":
+        return None
+    la, lb = (em.an.of(o) for o in op.operands)
+    if la is None or lb is None:
+        return None
+    pred = arith.CmpIPredicate(ir.IntegerAttr(op.attributes["predicate"]).value)
+    a0, b0 = (em.lane0(o) for o in op.operands)
+    first = arith.cmpi(pred, a0, b0)
+    if la.uniform and lb.uniform:
+        return first
+    if str(pred).split(".")[-1] not in _ORDERED:
+        return None
+    n = em.an.lanes - 1
+    elem = a0.type
+    a1 = arith.addi(a0, arith.constant(elem, la.stride * n)) if la.stride else a0
+    b1 = arith.addi(b0, arith.constant(elem, lb.stride * n)) if lb.stride else b0
+    # lanes change monotonically: the comparison is the same on every lane when it is on both ends
+    conds.append(arith.cmpi(arith.CmpIPredicate.eq, first, arith.cmpi(pred, a1, b1)))
+    return first

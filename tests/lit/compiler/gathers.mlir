@@ -45,6 +45,53 @@ func.func @stride_two_row(%src: memref<4x32xf32>, %dst: memref<4x16xf32>) {
   return
 }
 
+// The padding's select on the gathered value (the pad value where the column is outside
+// the row) moves into the branches: where the clamps are inactive its mask is the same on
+// every lane (checked: the first and the last lane agree), so the loaded run is selected by
+// one scalar; at the borders the gather and the lane-wise select run as before.
+// CHECK-LABEL: func.func @padded_row
+// CHECK: scf.if %{{.+}} -> (vector<8xf32>) {
+// CHECK:   vector.load %{{.+}} : memref<128xf32>, vector<8xf32>
+// CHECK:   arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<8xf32>
+// CHECK: } else {
+// CHECK:   vector.gather
+// CHECK:   arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<8xi1>, vector<8xf32>
+func.func @padded_row(%src: memref<4x32xf32>, %dst: memref<4x40xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c40 = arith.constant 40 : index
+  %four = arith.constant dense<4> : vector<8xindex>
+  %zero = arith.constant dense<0> : vector<8xindex>
+  %last = arith.constant dense<31> : vector<8xindex>
+  %width = arith.constant dense<32> : vector<8xindex>
+  %mask = arith.constant dense<true> : vector<8xi1>
+  %pass = arith.constant dense<0.0> : vector<8xf32>
+  %pad = arith.constant dense<-1.0> : vector<8xf32>
+  %step = vector.step : vector<8xindex>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %row = vector.broadcast %i : index to vector<8xindex>
+    %base = arith.muli %row, %width : vector<8xindex>
+    scf.for %x0 = %c0 to %c40 step %c8 {
+      %x0v = vector.broadcast %x0 : index to vector<8xindex>
+      %x = arith.addi %step, %x0v : vector<8xindex>
+      %col = arith.subi %x, %four : vector<8xindex>
+      %inside_lo = arith.cmpi sge, %col, %zero : vector<8xindex>
+      %inside_hi = arith.cmpi slt, %col, %width : vector<8xindex>
+      %inside = arith.andi %inside_lo, %inside_hi : vector<8xi1>
+      %above = arith.maxsi %col, %zero : vector<8xindex>
+      %clamped = arith.minsi %above, %last : vector<8xindex>
+      %off = arith.addi %base, %clamped : vector<8xindex>
+      %g = vector.gather %src[%c0, %c0][%off], %mask, %pass
+          : memref<4x32xf32>, vector<8xindex>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      %v = arith.select %inside, %g, %pad : vector<8xi1>, vector<8xf32>
+      vector.store %v, %dst[%i, %x0] : memref<4x40xf32>, vector<8xf32>
+    }
+  }
+  return
+}
+
 // A gather at offsets read from memory (an embedding lookup) stays a gather.
 // CHECK-LABEL: func.func @lookup
 // CHECK-NOT: scf.if
