@@ -53,7 +53,8 @@ __all__ = ["gathers_to_loads"]
 _ELEMENTWISE = ("arith.addi", "arith.subi", "arith.muli", "arith.index_cast", "arith.index_castui",
                 "arith.extsi", "arith.extui", "arith.trunci", "arith.maxsi", "arith.minsi",
                 "arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi")
-_CASTS = ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.trunci")
+#: casts keep a lane-linear vector lane-linear (index values: no wrap-around)
+_CASTS = ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci")
 
 
 @dataclass
@@ -73,11 +74,10 @@ class _Analysis:
     memo: dict = field(default_factory=dict)
 
     def of(self, v: ir.Value) -> _Lin | None:
-        key = _key(v)
-        if key not in self.memo:
-            self.memo[key] = None  # (cycles through loop-carried values: not analysable)
-            self.memo[key] = self._of(v)
-        return self.memo[key]
+        if v not in self.memo:  # (an ir.Value hashes and compares by the value it wraps)
+            self.memo[v] = None
+            self.memo[v] = self._of(v)
+        return self.memo[v]
 
     def _of(self, v: ir.Value) -> _Lin | None:
         if _lanes(v.type) != self.lanes or isinstance(v.owner, ir.Block):
@@ -136,10 +136,6 @@ def _lanes(t: ir.Type) -> int | None:
     return t.shape[-1]
 
 
-def _key(v: ir.Value) -> object:
-    return v  # ir.Value hashes and compares by the underlying value
-
-
 def _scalar_const(v: ir.Value) -> int | None:
     if isinstance(v.owner, ir.Block) or v.owner.operation.name != "arith.constant":
         return None
@@ -178,10 +174,9 @@ class _Emitter:
         self.memo: dict = {}
 
     def lane0(self, v: ir.Value) -> ir.Value:
-        key = _key(v)
-        if key not in self.memo:
-            self.memo[key] = self._lane0(v)
-        return self.memo[key]
+        if v not in self.memo:
+            self.memo[v] = self._lane0(v)
+        return self.memo[v]
 
     def _lane0(self, v: ir.Value) -> ir.Value:
         lin = self.an.of(v)
