@@ -83,9 +83,14 @@ def vector_factor(extent: int, lanes: int, *, gathers: bool = False) -> int:
     takes one vector where it divides the extent: its clamped reads become loads only in
     vectors that miss the border (:mod:`mlc_mlir.compiler.gathers`), and its masks are
     legal vectors only at the hardware's width (the 32-channel 112 x 112 depthwise
-    convolution's padded copy, 120 columns: 24 lanes 0.79-0.99 ms, 8 lanes 0.26-0.31)."""
-    if gathers and extent % lanes == 0:
-        return lanes
+    convolution's padded copy, 120 columns: 24 lanes 0.79-0.99 ms, 8 lanes 0.26-0.31); a
+    row of no whole vector takes half or a quarter of one (MobileNet-v2's 144-channel
+    stride-2 depthwise convolution in place, 28 pixels at batch 8: 4 lanes 4.1-4.8 ms,
+    28 lanes 16 ms)."""
+    if gathers:  # one vector, else the widest power-of-two part of one from 4 lanes (28 pixels: 4)
+        part = next((w for w in (lanes, lanes // 2, lanes // 4) if w >= 4 and extent % w == 0), None)
+        if part is not None:
+            return part
     v = column_tile(extent, 4 * lanes, lanes)  # whole vectors, else a divisor up to one vector
     return v if v % lanes == 0 else largest_divisor(extent, 4 * lanes)
 

@@ -24,9 +24,9 @@ build loads every gather whose clamps are inactive as one run of ``stride * lane
 elements and a shuffle (:mod:`mlc_mlir.compiler.gathers`), so only the border vectors
 gather. MobileNet-v2's 96-channel stride-2 depthwise layer (112 -> 56, one image, one
 thread): 2.4 ms read from its padded stride phases (a compute each, 38 MB at batch 8),
-0.8-1.1 ms in place. A strided depthwise convolution narrower than
-:data:`IN_PLACE_WIDTH` (each row one vector touching the border, all gathers in place)
-reads its input padded and split in its stride phases (:func:`_phases`: phase ``(py,
+0.8-1.1 ms in place. A narrow strided depthwise convolution (:func:`reads_in_place`: rows
+of few vectors, all touching the border, whose phases fit in the caches) reads its input
+padded and split in its stride phases (:func:`_phases`: phase ``(py,
 px)`` holds the padded pixels ``(s * r + py, s * q + px)``), every tap a unit-stride shift
 of one phase, so the taps are elementwise and the rules fuse the epilogue on their rows.
 ResNet-18's 3x3 max pooling (64 x 112 x 112, stride 2): 3.4 ms as
@@ -51,7 +51,7 @@ from ..ir import Module
 from ..irutil import symbol_ops
 from .rewrite_named import constant_fill, pad_hw_source, rename_blocks, rewrite_named, static_shape
 
-__all__ = ["windows_to_taps", "WINDOW_OPS", "MAX_TAPS", "IN_PLACE_WIDTH"]
+__all__ = ["windows_to_taps", "reads_in_place", "WINDOW_OPS", "MAX_TAPS", "IN_PLACE_WIDTH"]
 
 MAX_POOL, SUM_POOL, DEPTHWISE = "linalg.pooling_nchw_max", "linalg.pooling_nchw_sum", "linalg.depthwise_conv_2d_nchw_chw"
 #: the window ops rewritten
@@ -59,11 +59,12 @@ WINDOW_OPS = (MAX_POOL, SUM_POOL, DEPTHWISE)
 #: windows of more taps stay named ops (the unrolled compute grows with the window)
 MAX_TAPS = 64
 #: a strided depthwise convolution reads its input in place from this output width on (most
-#: of a row's vectors then lie inside the image, loaded as runs); narrower ones, whose
-#: vectors nearly all touch the border, read its stride phases (MobileNet-v2, one image,
-#: one thread: 112 -> 56 at 96 channels: phases 1.6-2.4 ms, in place 0.8-1.1; 56 -> 28 at
-#: 144 channels, one 28-lane vector per row: phases 0.48 ms, in place 1.0-1.5)
+#: of a row's vectors then lie inside the image, loaded as runs): :func:`reads_in_place`
 IN_PLACE_WIDTH = 48
+#: narrower ones whose width is a multiple of this (rows of 4-lane vectors) read in place too
+#: when their stride phases would outgrow :data:`PHASES_MAX_BYTES`
+IN_PLACE_LANES = 4
+PHASES_MAX_BYTES = 4 << 20
 #: the padded copy of a stride-1 window's input, and the stride phases, have rows of a
 #: multiple of this many columns (the copies' vectors all of 8 lanes, see
 #: :func:`.rule_elementwise.vector_factor`); the taps read the columns they need
@@ -74,6 +75,29 @@ def windows_to_taps(mod: Module) -> Module:
     """``mod`` with every pooling / depthwise convolution of :data:`WINDOW_OPS` that it can
     take as one all-parallel compute of unrolled taps (a copy; ``mod`` itself when it has none)."""
     return rewrite_named(mod, WINDOW_OPS, _helper, "window-taps")
+
+
+def reads_in_place(data_shape: tuple, out_shape: tuple, strides: tuple[int, int]) -> bool:
+    """Whether a strided depthwise convolution of ``data_shape`` (NCHW, a dynamic batch
+    None) to ``out_shape`` reads its input in place rather than from its stride phases.
+
+    In place, a vector whose lanes miss the image's border is loaded as a run; one that
+    touches it gathers. Rows of at least :data:`IN_PLACE_WIDTH` pixels read in place; rows
+    of a multiple of :data:`IN_PLACE_LANES` too when the phases (all of the batch, written
+    before the taps read them) would exceed :data:`PHASES_MAX_BYTES`. MobileNet-v2, one
+    thread: 112 -> 56 at 96 channels, one image: phases 1.6-2.4 ms, in place 0.8-1.1; 56 ->
+    28 at 144 channels (28 = 7 vectors of 4 lanes): one image, phases 2.1 MB, 0.35 ms
+    against 0.54 in place; eight images, 17 MB of phases, 11-14 ms against 4.1-4.8."""
+    ow = out_shape[3]
+    if ow >= IN_PLACE_WIDTH:
+        return True
+    if ow % IN_PLACE_LANES or ow < 4 * IN_PLACE_LANES:
+        return False
+    n, c, oh = data_shape[0], data_shape[1], out_shape[2]
+    if n is None:
+        return True
+    padded_w = ow + 1 + (-(ow + 1) % PAD_ROW_MULTIPLE)
+    return n * c * strides[0] * strides[1] * (oh + 1) * padded_w * 4 > PHASES_MAX_BYTES
 
 
 def _phases(a: Any, window: tuple[int, int], strides: tuple[int, int], dilations: tuple[int, int],
@@ -150,7 +174,7 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
         wide = (top, left, pads[2], pads[3] + (-(dshape[3] + left + pads[3]) % PAD_ROW_MULTIPLE))
         padded = pad_hw(a, wide, value_pad, named=False)
     phases = (_phases(a, (kh, kw), (sh, sw), (dh, dw), pads, value_pad, oshape[2:])
-              if kind == DEPTHWISE and (sh, sw) != (1, 1) and oshape[3] < IN_PLACE_WIDTH else None)
+              if kind == DEPTHWISE and (sh, sw) != (1, 1) and not reads_in_place(dshape, oshape, (sh, sw)) else None)
 
     def tap(n: Any, c: Any, y: Any, x: Any, ky: int, kx: int) -> Any:
         if phases is not None:

@@ -13,7 +13,8 @@ import mlc_mlir as mlc
 from mlc_mlir import te, topi
 from mlc_mlir.compiler import vector_opt
 from mlc_mlir.schedule.rules import default_schedule
-from mlc_mlir.schedule.windows import IN_PLACE_WIDTH, windows_to_taps
+from mlc_mlir.schedule import windows
+from mlc_mlir.schedule.windows import reads_in_place, windows_to_taps
 
 T = torch.from_numpy
 
@@ -45,16 +46,21 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("width", [67, 96])
+@pytest.mark.parametrize("width", [56, 67, 96])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_strided_windows_load_their_interior_and_equal_torch(name, width, rewritten):
+def test_strided_windows_load_their_interior_and_equal_torch(name, width, rewritten, monkeypatch):
+    """Widths 67 and 96: a depthwise convolution's output rows of 34 pixels (its stride
+    phases) and 48 (in place, 8-lane vectors); 56 with the phases' limit at 0: 28 pixels in
+    place in 4-lane vectors."""
+    if width == 56:
+        monkeypatch.setattr(windows, "PHASES_MAX_BYTES", 0)
     build, wshape, ref = CASES[name]
     x = te.placeholder((2, 5, 23, width), name="x")
     args = [x] if wshape is None else [x, te.placeholder(wshape, name="w")]
     out_t = build(*args)
     mod = mlc.Module.parse(str(te.create_prim_func([*args, out_t], name="win")))
     if wshape is not None:  # a depthwise convolution this wide reads in place, a narrower its phases
-        assert ("_pad00" in str(windows_to_taps(mod))) == (out_t.shape[-1] < IN_PLACE_WIDTH)
+        assert ("_pad00" in str(windows_to_taps(mod))) == (width == 67)
     lib = mlc.build(default_schedule(mod))
     assert sum(rewritten) >= 1, rewritten  # the taps' (or phases') gathers became guarded loads
     rng = np.random.default_rng(width)
@@ -66,6 +72,18 @@ def test_strided_windows_load_their_interior_and_equal_torch(name, width, rewrit
     out = np.zeros(want.shape, "float32")
     lib["win"](*vals, out)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("data, out, in_place", [
+    ((1, 96, 112, 112), (1, 96, 56, 56), True),     # rows of 56: most vectors inside the image
+    ((1, 144, 56, 56), (1, 144, 28, 28), False),    # 28 = 7 x 4 lanes, but 2.1 MB of phases fit
+    ((8, 144, 56, 56), (8, 144, 28, 28), True),     # 17 MB of phases: in place, 4-lane vectors
+    ((None, 144, 56, 56), (None, 144, 28, 28), True),  # a dynamic batch: any size
+    ((8, 192, 28, 28), (8, 192, 14, 14), False),    # 14: no 4-lane vectors, the phases
+])
+def test_strided_depthwise_reads_in_place_where_rows_have_interior_vectors(data, out, in_place):
+    """MobileNet-v2's stride-2 depthwise convolutions (measured: see reads_in_place)."""
+    assert reads_in_place(data, out, (2, 2)) == in_place
 
 
 def test_a_lookup_keeps_its_gather(rewritten):
