@@ -170,9 +170,10 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
     padded = None
     if (sh, sw) == (1, 1):
         # the padded rows rounded up to whole vectors (the pad's vectors all 8 lanes wide:
-        # 114 columns went in 19-lane vectors, whose masks LLVM handles lane by lane)
+        # 114 columns went in 19-lane vectors, whose masks LLVM handles lane by lane); no
+        # padding, no copy
         wide = (top, left, pads[2], pads[3] + (-(dshape[3] + left + pads[3]) % PAD_ROW_MULTIPLE))
-        padded = pad_hw(a, wide, value_pad, named=False)
+        padded = pad_hw(a, wide if any(pads) else pads, value_pad, named=False)
     phases = (_phases(a, (kh, kw), (sh, sw), (dh, dw), pads, value_pad, oshape[2:])
               if kind == DEPTHWISE and (sh, sw) != (1, 1) and not reads_in_place(dshape, oshape, (sh, sw)) else None)
 

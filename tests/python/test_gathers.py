@@ -98,3 +98,14 @@ def test_a_lookup_keeps_its_gather(rewritten):
     out = np.zeros((24, 16), "float32")
     lib["take"](tv, iv, out)
     np.testing.assert_array_equal(out, tv[iv])
+
+
+def test_a_stride_one_window_pads_its_rows_to_whole_vectors_and_copies_nothing_unpadded():
+    """A stride-1 window's padded copy has rows of a multiple of PAD_ROW_MULTIPLE columns
+    (13 + 2 -> 16); a window without padding reads its input, no copy."""
+    x = te.placeholder((1, 3, 9, 13), name="x")
+    padded = windows_to_taps(mlc.Module.parse(str(te.create_prim_func(
+        [x, topi.nn.max_pool2d(x, 3, 1, padding=1)], name="win"))))
+    assert "tensor<1x3x11x16xf32>" in str(padded) and windows.PAD_ROW_MULTIPLE == 8
+    plain = windows_to_taps(mlc.Module.parse(str(te.create_prim_func([x, topi.nn.max_pool2d(x, 3, 1)], name="win"))))
+    assert "_pad" not in str(plain) and "linalg.pooling" not in str(plain)
