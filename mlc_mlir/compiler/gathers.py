@@ -300,9 +300,10 @@ def _rewrite(op: ir.Operation) -> bool:
         if chain is not None:
             kept = len(conds)
             mask0 = _uniform_mask(chain[-1].operands[0], em, conds)
-            conds += em.conds[clamps:]  # (clamps the mask's lanes went through)
             if mask0 is None:  # (the scalars emitted for it are left to canonicalization)
-                chain, conds = None, conds[:kept] + em.conds[clamps:]
+                chain, conds = None, conds[:kept]
+            else:
+                conds += em.conds[clamps:]  # (clamps the mask's lanes went through)
         cond = conds[0]
         for c in conds[1:]:
             cond = arith.andi(cond, c)
