@@ -19,8 +19,8 @@ from typing import Any
 
 from mlir import ir
 
-__all__ = ["sym_name", "symbol_ops", "func_ops", "find_func", "walk_ops", "has_op", "to_attr", "diagnostic_lines",
-           "diagnostics_text"]
+__all__ = ["sym_name", "symbol_ops", "func_ops", "find_func", "walk_ops", "has_op", "row_major_strides", "is_row_major",
+           "to_attr", "diagnostic_lines", "diagnostics_text"]
 
 
 # -- symbol lookup --------------------------------------------------------------------------
@@ -79,6 +79,23 @@ def walk_ops(op: Any, names: Iterable[str] | None = None) -> list[ir.Operation]:
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return out
+
+
+def row_major_strides(sizes: list[int]) -> list[int]:
+    """The strides of a row-major layout of ``sizes`` (the first size is not used)."""
+    strides = [1] * len(sizes)
+    for i in range(len(sizes) - 2, -1, -1):
+        strides[i] = strides[i + 1] * sizes[i + 1]
+    return strides
+
+
+def is_row_major(t: ir.MemRefType) -> bool:
+    """Whether memref type ``t`` is laid out row-major from offset 0, every dim static but
+    the first (a contiguous buffer its elements can be addressed in linearly)."""
+    if any(t.is_dynamic_dim(i) for i in range(1, t.rank)):
+        return False
+    strides, offset = t.get_strides_and_offset()
+    return offset == 0 and list(strides) == row_major_strides(list(t.shape))
 
 
 def has_op(op: Any, names: Iterable[str]) -> bool:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
-from ..irutil import walk_ops
+from ..irutil import is_row_major, walk_ops
 
 __all__ = ["gathers_to_loads"]
 
@@ -221,17 +221,6 @@ def _all_true(mask: ir.Value) -> bool:
     return isinstance(splat, (ir.BoolAttr, ir.IntegerAttr)) and bool(splat.value)
 
 
-def _row_major(t: ir.MemRefType) -> bool:
-    if any(t.is_dynamic_dim(i) for i in range(1, t.rank)):
-        return False
-    strides, offset = t.get_strides_and_offset()
-    expect, acc = [], 1
-    for size in reversed(t.shape):
-        expect.append(acc)
-        acc *= size
-    return offset == 0 and list(strides) == expect[::-1]
-
-
 def gathers_to_loads(fn: ir.Operation) -> int:
     """Rewrite the lane-linear gathers of ``fn`` (see the module doc); returns how many."""
     count = 0
@@ -250,7 +239,7 @@ def _rewrite(op: ir.Operation) -> bool:
     indices = list(op.operands[1:1 + rank])
     offsets, mask = op.operands[1 + rank], op.operands[2 + rank]
     rtype = ir.VectorType(op.results[0].type)
-    if not _row_major(mtype) or not _all_true(mask) or any(d != 1 for d in rtype.shape[:-1]):
+    if not is_row_major(mtype) or not _all_true(mask) or any(d != 1 for d in rtype.shape[:-1]):
         return False
     lanes_v, lanes = offsets, rtype.shape[-1]
     an = _Analysis(lanes)

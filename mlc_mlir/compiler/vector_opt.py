@@ -59,7 +59,7 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, memref, vector
 
-from ..irutil import symbol_ops, walk_ops
+from ..irutil import is_row_major, row_major_strides, symbol_ops, walk_ops
 from ..errors import LoweringError
 from ..irbuild import apply_transform
 from .gathers import gathers_to_loads
@@ -178,14 +178,14 @@ def reshapes_as_casts(fn: ir.Operation) -> int:
             # epilogue computed per image reads a row of a strided slice of the result so)
             count += 1
             continue
-        if not (_identity(src) and _identity(res)):
+        if not (is_row_major(src) and is_row_major(res)):
             continue
         if not (src.has_static_shape and res.has_static_shape):
             continue  # a dynamic batch: the cast would need its sizes (views read by rows are linearized above)
         count += 1
         sizes = list(res.shape)
         with ir.InsertionPoint(op), op.location:
-            cast = memref.ReinterpretCastOp(res, op.operands[0], [], [], [], [0], sizes, _row_major(sizes))
+            cast = memref.ReinterpretCastOp(res, op.operands[0], [], [], [], [0], sizes, row_major_strides(sizes))
         op.results[0].replace_all_uses_with(cast.result)
         op.erase()
     return count
@@ -305,18 +305,3 @@ def _move_row(user: ir.Operation, src: ir.Value, view_rank: int,
         else:
             vector.TransferWriteOp(None, vector.ShapeCastOp(new_vec, user.operands[0]).result, src, idx, perm, bounds)
     user.erase()
-
-
-def _identity(t: ir.MemRefType) -> bool:
-    """Whether ``t`` is laid out row-major from offset 0, every dim static but the first."""
-    if any(t.is_dynamic_dim(i) for i in range(1, t.rank)):
-        return False
-    strides, offset = t.get_strides_and_offset()
-    return offset == 0 and list(strides) == _row_major(list(t.shape))
-
-
-def _row_major(sizes: list[int]) -> list[int]:
-    strides = [1] * len(sizes)
-    for i in range(len(sizes) - 2, -1, -1):
-        strides[i] = strides[i + 1] * sizes[i + 1]
-    return strides
