@@ -39,7 +39,8 @@ def peel_both(m: int, n: int, k: int, mr: int = 6, nr: int = 16) -> Schedule:
     return sch
 
 
-@pytest.mark.parametrize("m,n,k", [(127, 127, 127), (13, 37, 9), (6, 17, 5), (7, 16, 3), (128, 120, 64)])
+@pytest.mark.parametrize("m,n,k", [(127, 127, 127), (13, 37, 9), (6, 17, 5), (7, 16, 3), (128, 120, 64),
+                                   (24, 17, 64), (26, 20, 40), (24, 19, 64)])
 def test_rows_and_columns_peeled_equal_numpy(rng, m, n, k):
     run(peel_both(m, n, k).mod, m, n, k, rng)
 
@@ -109,3 +110,32 @@ def test_odd_rows_on_two_cores_share_the_full_tiles():
     main = text.split("scf.forall.in_parallel")[0]
     assert "scf.forall" in main and "vector.mask" not in main and "affine.min" not in main
     run(sch.mod, 127, 200, 64, np.random.default_rng(1))
+
+
+def _k_loops(text: str) -> list[str]:
+    """The bodies of the k loops of ``text``, in order (main tiles first)."""
+    return [p.rsplit("scf.for", 1)[1] for p in text.split('{mlc.loop = "k"}')[:-1]]
+
+
+@pytest.mark.parametrize("n,width", [(17, 1), (20, 4), (24, 8), (19, 16)])
+def test_partial_column_tile_is_vectorized_at_its_width(n, width):
+    """The partial column tile (n % 16 columns) is vectorized at its own width when that is a
+    power of two (unmasked: its accumulators are loop-carried vectors after the build's
+    vector-opt stage); other widths keep the masked 16-lane form."""
+    main, rest = _k_loops(str(peel_both(24, n, 64).mod))
+    assert "vector.fma" in main and main.count("vector<16xf32>") and "vector<16xi1>" not in main
+    assert f"-> vector<{width}xf32>" in rest or f": vector<{width}xf32>" in rest
+    if width < 16:
+        assert "vector<16xf32>" not in rest.split("vector.fma", 1)[1]
+
+
+def test_partial_column_accumulators_stay_in_registers(capfd):
+    """Built, the one-column tile of 24 x 17 accumulates in loop-carried vectors (before: a
+    masked load and store of the result buffer at every k step)."""
+    mlc.build(peel_both(24, 17, 64).mod, print_after_all=True)
+    err = capfd.readouterr().err
+    after = err.split("IR Dump After vector-opt //----- //", 1)[1].split("// -----// IR Dump After", 1)[0]
+    loops = [line for line in after.splitlines() if "scf.for" in line and "iter_args" in line]
+    assert any("vector<1x16xf32>" in line for line in loops), loops
+    assert any("vector<1x1xf32>" in line for line in loops), loops
+    assert "vector.maskedstore" not in after.split("vector<1x1xf32>", 1)[1].split("scf.yield", 1)[0]
