@@ -25,7 +25,7 @@ from .schedule import Schedule
 from .trace import BlockRV, LoopRV
 
 __all__ = ["LARGE_MACS", "K_BLOCK", "MIN_COLUMNS", "NC_BLOCK", "NC_LARGE_L2", "LARGE_L2", "KC_BLOCK", "K_UNROLL",
-           "NC_PEELED", "KC_PEELED", "is_large", "schedule_blocked"]
+           "NC_PEELED", "KC_PEELED", "FEW_COLUMNS_PANEL_BYTES", "is_large", "schedule_blocked"]
 
 #: contractions from this many multiply-adds (with a reduction of at least K_BLOCK and
 #: MIN_COLUMNS columns) get cache blocks (NC_BLOCK x KC_BLOCK panels of B, one block of
@@ -68,6 +68,12 @@ K_UNROLL = 8
 #: one-thread time against 1.24x with KC 500 and 1.44x in 12 x 8 tiles without the peel
 NC_PEELED = 256
 KC_PEELED = 256
+#: with at most :data:`FEW_COLUMNS` columns, k's block is the largest whose panel of B
+#: stays within this many bytes (an L1 data cache): each row tile reads A once for few
+#: column tiles, so the panel is what the tile re-reads. ResNet-18's 512 x 4608 x 49
+#: (3x3 convolution at 7 x 7, one thread, Zen 3, interleaved in one process): KC 128
+#: (a 25 KB panel) 3.9-4.2 ms, 256 (50 KB) 4.6-5.6, 64 4.6, 192 4.8
+FEW_COLUMNS_PANEL_BYTES = 32 << 10
 
 
 def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
@@ -82,8 +88,7 @@ def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
         return False
     cols, k = ext[kind.j], ext[kind.reduce[0]]
     l2 = tgt.l2_bytes
-    bits = int("".join(ch for ch in info.element_type if ch.isdigit()) or 32)  # f32, f16, i64...
-    b_bytes = k * cols * bits // 8
+    b_bytes = k * cols * _element_bytes(info)
     return cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None and b_bytes > l2)
 
 
@@ -135,7 +140,8 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     (it, ir), mr = register_rows(sm, sch, ib, rows, cols.mr_cap)
     j0, jb = sch.split(loops[kind.j], [None, cols.nc])
     jt, jr = sch.split(jb, [None, cols.nr])
-    k0, k1, kr, ku = _k_blocks(sch, sm, loops[kd], ext[kd], cols.col_peel)
+    k0, k1, kr, ku = _k_blocks(sch, sm, loops[kd], ext[kd], cols.col_peel,
+                               ej * _element_bytes(info) if ej <= FEW_COLUMNS else None)
     outer = [j0, ip] if on_cols else [ip, j0]
     row_dims = _row_dims(info, kind)
     # (the batch dims B reads first: a band of a convolution's output rows, (n, f, band, p))
@@ -232,6 +238,11 @@ def _peeled_blocks(ej: int, nr: int, lanes: int) -> list[int]:
     return aligned or whole or wide
 
 
+def _element_bytes(info: BlockInfo) -> int:
+    """Bytes of one element of ``info``'s type (f32: 4, f16: 2, i64: 8)."""
+    return int("".join(ch for ch in info.element_type if ch.isdigit()) or 32) // 8
+
+
 def _a_block_leaves_l2(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
     """Whether the target's L2 holds :data:`LARGE_L2` bytes and A's block of one k step
     (the rows by KC) does not stay in half of it: it is then read from L3 once per column
@@ -244,16 +255,20 @@ def _a_block_leaves_l2(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
     return l2 >= LARGE_L2 and rows * min(k, KC_BLOCK) * size > l2 // 2
 
 
-def _k_blocks(sch: Schedule, sm: RuleSampler, k: LoopRV, ek: int,
-              col_peel: bool) -> tuple[LoopRV, LoopRV, LoopRV, int]:
+def _k_blocks(sch: Schedule, sm: RuleSampler, k: LoopRV, ek: int, col_peel: bool,
+              row_bytes: int | None = None) -> tuple[LoopRV, LoopRV, LoopRV, int]:
     """k by KC (decision ``k_block``: 64 to 1024, default :data:`KC_BLOCK`, or
-    :data:`KC_PEELED` with peeled columns), then KC by the k steps unrolled inside the
-    tile's rows (decision ``k_unroll``, up to :data:`K_UNROLL`): fewer loop branches and
-    address updates between the FMAs (unrolled outside the rows, each k step's 6 row
-    updates chain from the loop's tile tensor again: bufferization then copies the tile at
-    every step, 1 GFLOP/s). Returns ``k0, k1, kr`` and the unroll."""
+    :data:`KC_PEELED` with peeled columns, or with few columns -- ``row_bytes``, the bytes
+    of one k step of B -- the largest whose panel fits :data:`FEW_COLUMNS_PANEL_BYTES`),
+    then KC by the k steps unrolled inside the tile's rows (decision ``k_unroll``, up to
+    :data:`K_UNROLL`): fewer loop branches and address updates between the FMAs (unrolled
+    outside the rows, each k step's 6 row updates chain from the loop's tile tensor again:
+    bufferization then copies the tile at every step, 1 GFLOP/s). Returns ``k0, k1, kr``
+    and the unroll."""
     kc_opts = [d for d in divisors(ek, 1024) if d >= 64] or [ek]
     kc_block = KC_PEELED if col_peel else KC_BLOCK
+    if row_bytes:
+        kc_block = min(kc_block, FEW_COLUMNS_PANEL_BYTES // row_bytes)
     kc = sm.choose("k_block", kc_opts, max(d for d in kc_opts if d <= max(kc_block, kc_opts[0])))
     k0, k1 = sch.split(k, [None, kc])
     ku = int(sm.choose("k_unroll", divisors(int(kc), K_UNROLL), largest_divisor(int(kc), K_UNROLL)))

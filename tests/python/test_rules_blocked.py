@@ -378,3 +378,23 @@ def test_few_columns_whose_b_outgrows_the_l2_are_blocked(monkeypatch, l2, n, lar
     out = np.full((1, m, n), np.nan, np.float32)
     mlc.build(sch.mod)["bmm"](a, bv, out)
     np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("n, kc", [(49, 144), (64, 128), (40, 192)])
+def test_few_columns_block_k_for_a_panel_in_l1(monkeypatch, n, kc):
+    """With few columns (ResNet-18's 512 x 4608 x 49), k's block is the largest whose panel
+    of B fits 32 KB (49 columns: 144 x 49 x 4 B = 28 KB; the default 256 read a 50 KB panel
+    from L2 for every row tile); the results equal NumPy."""
+    import mlc_mlir.target as target_mod
+    monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: 512 << 10)
+    m, k = 128, 4608
+    sch = Schedule(batched_mm(1, m, k, n))
+    apply_rules(sch, "llvm -num-cores=1", tunable=True)
+    line = next(x for x in str(sch.trace).splitlines() if 'label="Y.k_block"' in x)
+    candidates = [int(v) for v in line.split("candidates=[")[1].split("]")[0].split(", ")]
+    assert candidates[int(line.rsplit("decision=", 1)[1].rstrip(")"))] == kc, line
+    rng = np.random.default_rng(6)
+    a, bv = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((1, k, n), dtype=np.float32)
+    out = np.full((1, m, n), np.nan, np.float32)
+    mlc.build(sch.mod)["bmm"](a, bv, out)
+    np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
