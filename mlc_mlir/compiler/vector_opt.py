@@ -23,6 +23,10 @@ without any are left alone)::
     outer products -> broadcast + vector.fma, canonicalize
     leading unit dims dropped (vector<1x32xf32> -> vector<32xf32>), canonicalize
 
+After the sequence, vector loads that step through the rows of a large buffer (a 1x1
+convolution's tile reading every channel of an NCHW image) get a software prefetch of their
+row a few column tiles ahead (:mod:`.prefetch`).
+
 Accumulator hoisting does nothing unless the canonicalize/CSE/canonicalize/LICM steps ran
 first. Hand-written schedules that already did all of this (``benchmarks/schedules/*.mlir``)
 go through the stage unchanged but for loop-invariant code motion.
@@ -63,6 +67,7 @@ from ..irutil import is_row_major, row_major_strides, symbol_ops, walk_ops
 from ..errors import LoweringError
 from ..irbuild import apply_transform
 from .gathers import gathers_to_loads
+from .prefetch import prefetch_row_streams
 
 __all__ = ["VECTOR_OPT_SCRIPT", "has_vector_ops", "optimize_vectors", "reshapes_as_casts"]
 
@@ -132,6 +137,7 @@ def optimize_vectors(module: ir.Module) -> None:
         gathers_to_loads(fn)
         reshapes_as_casts(fn)
         apply_transform(fn, script, error=LoweringError, message="stage 'vector-opt' failed")
+        prefetch_row_streams(fn)
 
 
 def _op_has_vectors(root: ir.Operation) -> bool:
