@@ -32,12 +32,17 @@ from .errors import BuildError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Target", "TargetError", "host_cpu_name", "host_features", "KNOWN_CPUS", "CUDA_TAGS", "resolve_tag"]
+__all__ = ["Target", "TargetError", "host_cpu_name", "host_features", "KNOWN_CPUS", "CUDA_TAGS", "resolve_tag",
+           "PAGE_BYTES"]
 
 
 class TargetError(BuildError):
     """A target string that cannot be parsed or names an unknown CPU or feature."""
 
+
+#: a memory page: accesses this far apart miss the hardware prefetchers' streams (the build's
+#: software prefetch, :mod:`mlc_mlir.compiler.prefetch`, and the rules that count on it)
+PAGE_BYTES = 4096
 
 _SSE = ("sse", "sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt")
 _AVX2 = _SSE + ("avx", "avx2", "fma", "f16c", "bmi", "bmi2")

@@ -38,6 +38,7 @@ from mlir import ir
 from mlir.dialects import arith, memref
 
 from ..irutil import is_row_major, row_major_strides, walk_ops
+from ..target import PAGE_BYTES
 
 __all__ = ["prefetch_row_streams", "TILES_AHEAD", "MIN_STRIDE_BYTES"]
 
@@ -48,7 +49,7 @@ __all__ = ["prefetch_row_streams", "TILES_AHEAD", "MIN_STRIDE_BYTES"]
 TILES_AHEAD = 2
 #: the least distance in bytes between the rows the reduction loop steps through: a new page
 #: at every step
-MIN_STRIDE_BYTES = 4096
+MIN_STRIDE_BYTES = PAGE_BYTES
 
 
 def prefetch_row_streams(fn: ir.Operation) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..target import Target
+from ..target import PAGE_BYTES, Target
 from .payload import BlockInfo
 from .rule_common import (Contraction, column_tile, divisors, epilogue_chain, fuse_epilogue, largest_divisor, macs,
                           parallel_options, per_item, register_rows, register_tile_for, view_epilogue, view_producer)
@@ -25,7 +25,7 @@ from .schedule import Schedule
 from .trace import BlockRV, LoopRV
 
 __all__ = ["LARGE_MACS", "K_BLOCK", "MIN_COLUMNS", "NC_BLOCK", "NC_LARGE_L2", "LARGE_L2", "KC_BLOCK", "K_UNROLL",
-           "NC_PEELED", "KC_PEELED", "FEW_COLUMNS_PANEL_BYTES", "is_large", "schedule_blocked"]
+           "NC_PEELED", "KC_PEELED", "FEW_COLUMNS_PANEL_BYTES", "FEW_ROWS", "is_large", "schedule_blocked"]
 
 #: contractions from this many multiply-adds (with a reduction of at least K_BLOCK and
 #: MIN_COLUMNS columns) get cache blocks (NC_BLOCK x KC_BLOCK panels of B, one block of
@@ -74,19 +74,29 @@ KC_PEELED = 256
 #: (3x3 convolution at 7 x 7, one thread, Zen 3, interleaved in one process): KC 128
 #: (a 25 KB panel) 3.9-4.2 ms, 256 (50 KB) 4.6-5.6, 64 4.6, 192 4.8
 FEW_COLUMNS_PANEL_BYTES = 32 << 10
+#: a contraction of at most this many rows whose rows of B are a page or more apart stays in
+#: the register-tile rule: its few row tiles re-read B's rows with software prefetch
+#: (:mod:`mlc_mlir.compiler.prefetch`) faster than the panel copy streams them once.
+#: MobileNet-v2's 1x1 convolution of 144 -> 24 channels at 56 x 56 (24 x 144 x 3136 per image),
+#: batch 8, one thread, interleaved in one process: 3.7 / 4.9 ms against 4.3 / 6.3 blocked
+#: (at 28 x 28, rows 3 KB apart and no prefetch, blocked stays faster: 2.1 against 3.2)
+FEW_ROWS = 24
 
 
 def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
     """A contraction whose B panel does not stay in cache: it gets cache blocks (batch dims
     stay the outermost loops: a convolution's per-image gemms at batch 8, ResNet-18's 3x3
     at 64 channels 38.8 -> 25.9 ms, its 7x7 stem 38 -> 29 ms): :data:`MIN_COLUMNS` columns
-    or more, or at most :data:`FEW_COLUMNS` whose B is larger than ``tgt``'s L2."""
+    or more, or at most :data:`FEW_COLUMNS` whose B is larger than ``tgt``'s L2; not at most
+    :data:`FEW_ROWS` rows whose rows of B are a page apart (prefetched instead)."""
     ext = info.extents
     if not (kind.contiguous and kind.i is not None and len(kind.reduce) == 1 and None not in ext
             and ext[kind.reduce[0]] >= K_BLOCK and macs(info) >= LARGE_MACS
             and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1):
         return False
     cols, k = ext[kind.j], ext[kind.reduce[0]]
+    if ext[kind.i] <= FEW_ROWS and cols * _element_bytes(info) >= PAGE_BYTES:
+        return False
     l2 = tgt.l2_bytes
     b_bytes = k * cols * _element_bytes(info)
     return cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None and b_bytes > l2)

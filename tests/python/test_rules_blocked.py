@@ -398,3 +398,20 @@ def test_few_columns_block_k_for_a_panel_in_l1(monkeypatch, n, kc):
     out = np.full((1, m, n), np.nan, np.float32)
     mlc.build(sch.mod)["bmm"](a, bv, out)
     np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("m, n, large", [(24, 3136, False), (48, 3136, True), (24, 784, True)])
+def test_few_rows_over_rows_a_page_apart_stay_in_the_register_tile_rule(m, n, large):
+    """A 1x1 convolution of few output channels over a 56 x 56 image (24 x 144 x 3136 per
+    image): its rows of B are 12.5 KB apart, so the register-tile rule's re-reads are
+    prefetched by the build and beat the panel copy; with more rows, or rows 3 KB apart
+    (28 x 28), the blocked rule. Results equal NumPy."""
+    k, b = 144, 8
+    sch = Schedule(batched_mm(b, m, k, n))
+    apply_rules(sch, "llvm -num-cores=1")
+    assert ("cache_read" in str(sch.trace)) == large, str(sch.trace)
+    rng = np.random.default_rng(7)
+    a, bv = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((b, k, n), dtype=np.float32)
+    out = np.full((b, m, n), np.nan, np.float32)
+    mlc.build(sch.mod)["bmm"](a, bv, out)
+    np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
