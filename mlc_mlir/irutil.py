@@ -20,7 +20,7 @@ from typing import Any
 from mlir import ir
 
 __all__ = ["sym_name", "symbol_ops", "func_ops", "find_func", "walk_ops", "has_op", "row_major_strides", "is_row_major",
-           "to_attr", "diagnostic_lines", "diagnostics_text"]
+           "has_identity_layout", "to_attr", "diagnostic_lines", "diagnostics_text"]
 
 
 # -- symbol lookup --------------------------------------------------------------------------
@@ -87,6 +87,11 @@ def row_major_strides(sizes: list[int]) -> list[int]:
     for i in range(len(sizes) - 2, -1, -1):
         strides[i] = strides[i + 1] * sizes[i + 1]
     return strides
+
+
+def has_identity_layout(t: ir.MemRefType) -> bool:
+    """Whether memref type ``t`` has the identity layout (no strided or offset view)."""
+    return isinstance(t.layout, ir.AffineMapAttr) and t.layout.value == ir.AffineMap.get_identity(t.rank)
 
 
 def is_row_major(t: ir.MemRefType) -> bool:

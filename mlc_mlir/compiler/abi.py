@@ -32,7 +32,7 @@ from mlir import ir
 from mlir.dialects import bufferization, func
 
 from ..context import diagnostics_text
-from ..irutil import sym_name, symbol_ops
+from ..irutil import has_identity_layout, sym_name, symbol_ops
 from ..errors import BuildError
 from ..runtime.signature import ArgSpec, FuncSignature
 from ..te.lower import BOOL_ATTR
@@ -143,7 +143,7 @@ def _layout(name: str, index: int, t: ir.Type, shape: tuple[int | None, ...]) ->
     if not isinstance(t, ir.MemRefType):
         return None, None
     mt = ir.MemRefType(t)
-    if isinstance(mt.layout, ir.AffineMapAttr) and mt.affine_map == ir.AffineMap.get_identity(mt.rank):
+    if has_identity_layout(mt):
         return None, None
     try:
         strides, offset = mt.get_strides_and_offset()

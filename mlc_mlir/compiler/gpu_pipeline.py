@@ -40,7 +40,7 @@ from pathlib import Path
 from mlir import ir
 from mlir.dialects import gpu
 
-from ..irutil import sym_name
+from ..irutil import has_identity_layout, sym_name
 from ..errors import BuildError
 from ..runtime.signature import FuncSignature
 from .abi import public_functions
@@ -134,11 +134,6 @@ def map_to_gpu(module: ir.Module) -> None:
     map_kernels(module, kernels)
 
 
-def _is_identity(mtype: ir.MemRefType) -> bool:
-    layout = mtype.layout
-    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mtype.rank)
-
-
 def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
     """Host ``memref.alloc`` -> ``gpu.alloc`` (``memref.dealloc`` dropped: all device buffers
     are freed before the return); host ``memref.copy`` -> ``gpu.memcpy``; a constant
@@ -147,7 +142,7 @@ def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
     for op in [o.operation for o in block.operations]:
         if op.name == "memref.alloc":
             mtype = ir.MemRefType(op.results[0].type)
-            if not _is_identity(mtype) or mtype.memory_space is not None:
+            if not has_identity_layout(mtype) or mtype.memory_space is not None:
                 raise BuildError(f"@{name}: buffer of type {mtype} cannot be placed in GPU memory")
             with ir.InsertionPoint(op):
                 new = gpu.AllocOp(mtype, None, [], list(op.operands), [])
@@ -156,7 +151,7 @@ def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
             buffers.append(new.memref)
         elif op.name == "memref.get_global":  # a constant (bound weights): a device copy per call
             mtype = ir.MemRefType(op.results[0].type)
-            if not _is_identity(mtype) or mtype.memory_space is not None or not mtype.has_static_shape:
+            if not has_identity_layout(mtype) or mtype.memory_space is not None or not mtype.has_static_shape:
                 raise BuildError(f"@{name}: constant {op.attributes['name']} of type {mtype} cannot be copied to "
                                  "GPU memory")
             with ir.InsertionPoint.after(op):
@@ -169,7 +164,7 @@ def _host_buffers(block: ir.Block, name: str) -> list[ir.Value]:
         elif op.name == "memref.copy":
             src, dst = op.operands[0], op.operands[1]
             for v in (src, dst):
-                if not _is_identity(ir.MemRefType(v.type)):
+                if not has_identity_layout(ir.MemRefType(v.type)):
                     raise BuildError(f"@{name}: a copy of the strided view {v.type} runs outside every GPU "
                                      "kernel; bind the loops of the computation that writes it instead")
             with ir.InsertionPoint(op):

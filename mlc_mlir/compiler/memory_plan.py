@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from ..irutil import symbol_ops, walk_ops
+from ..irutil import has_identity_layout, symbol_ops, walk_ops
 from ..runtime.vm import MemoryPlan
 
 __all__ = ["plan_memory", "GRAPH_ATTR", "ALIGNMENT"]
@@ -82,7 +82,7 @@ def _bytes(t: ir.Type) -> int | None:
     if not isinstance(t, ir.MemRefType):
         return None
     mt = ir.MemRefType(t)
-    if not mt.has_static_shape or mt.memory_space is not None or not _identity(mt):
+    if not mt.has_static_shape or mt.memory_space is not None or not has_identity_layout(mt):
         return None
     et = mt.element_type
     if isinstance(et, ir.FloatType):
@@ -94,11 +94,6 @@ def _bytes(t: ir.Type) -> int | None:
     else:
         return None
     return math.prod(mt.shape) * max(1, (bits + 7) // 8)
-
-
-def _identity(mt: ir.MemRefType) -> bool:
-    layout = mt.layout
-    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mt.rank)
 
 
 def _aligned(n: int) -> int:
