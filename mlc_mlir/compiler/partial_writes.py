@@ -34,16 +34,9 @@ from mlir import ir
 from mlir.dialects import arith, vector
 
 from ..irutil import walk_ops
+from .loop_deps import const
 
 __all__ = ["guard_partial_writes", "misjudged_as_overwrite"]
-
-
-def _constant_index(value: ir.Value) -> int | None:
-    owner = value.owner
-    if not isinstance(owner, ir.OpView) or owner.operation.name != "arith.constant":
-        return None
-    attr = owner.operation.attributes["value"]
-    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
 
 
 def _covers_destination(write: vector.TransferWriteOp, dest: ir.RankedTensorType) -> bool:
@@ -64,7 +57,7 @@ def misjudged_as_overwrite(op: ir.Operation) -> bool:
     dest = ir.RankedTensorType(write.base.type)
     if not dest.has_static_shape or write.mask is not None:
         return False
-    if any(_constant_index(i) != 0 for i in write.indices):
+    if any(const(i) != 0 for i in write.indices):
         return False
     vshape = ir.VectorType(write.valueToStore.type).shape
     upstream_says_full = all(d <= v for d, v in zip(dest.shape, vshape))

@@ -39,6 +39,7 @@ from mlir.dialects import arith, memref
 
 from ..irutil import is_row_major, row_major_strides, walk_ops
 from ..target import PAGE_BYTES
+from .loop_deps import const, induction_var, inside
 
 __all__ = ["prefetch_row_streams", "TILES_AHEAD", "MIN_STRIDE_BYTES"]
 
@@ -81,7 +82,7 @@ def _prefetch_target(load: ir.Operation) -> tuple[ir.Value, int, int] | None:
     idx = list(load.operands[1:])
     if len(idx) < 2 or not is_row_major(mtype):
         return None
-    iv = loop.regions[0].blocks[0].arguments[0]
+    iv = induction_var(loop)
     rows = [d for d, v in enumerate(idx[:-1]) if v == iv]
     if len(rows) != 1:
         return None
@@ -91,7 +92,7 @@ def _prefetch_target(load: ir.Operation) -> tuple[ir.Value, int, int] | None:
     tiles = _enclosing_loop_of(idx[-1], loop)
     if tiles is None:
         return None
-    step = _constant(tiles.operands[2])
+    step = const(tiles.operands[2])
     if step is None or step <= 0:
         return None
     return idx[-1], step, mtype.shape[-1] - 1
@@ -102,19 +103,6 @@ def _enclosing_loop_of(value: ir.Value, inner: ir.Operation) -> ir.Operation | N
     if not isinstance(value.owner, ir.Block):
         return None
     loop = value.owner.owner
-    if loop.name != "scf.for" or value != loop.regions[0].blocks[0].arguments[0]:
+    if loop.name != "scf.for" or value != induction_var(loop) or loop == inner or not inside(inner, loop):
         return None
-    op = inner.parent
-    while op is not None:
-        if op == loop:
-            return loop
-        op = op.parent
-    return None
-
-
-def _constant(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
-        return None
-    attr = owner.attributes["value"]
-    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+    return loop
