@@ -117,3 +117,10 @@ MUTATE_ARGS ?=
 mutate: setup
 	$(PY) -c "import cosmic_ray" 2>/dev/null || $(PY) -m pip install -e '.[mutate]'
 	nice -n 10 $(PY) tools/mutate.py $(if $(MODULES),--modules $(MODULES)) $(MUTATE_ARGS)
+
+.PHONY: gpu-check
+# `make gpu-check`: on a machine with a CUDA GPU, every GPU test and benchmarks/bench_cuda.py
+# with timeouts, logs and a summary in gpu_check_out/ (tools/gpu_check.sh).
+gpu-check: setup
+	$(PY) -m pip install -e '.[cuda]' pytest-timeout
+	PYTHON=$(PY) bash tools/gpu_check.sh

@@ -11,7 +11,7 @@ timed the same way), best mean of ``--repeat`` runs. Needs a CUDA GPU, its drive
 NVIDIA's ``cuda-python`` (``pip install 'mlc-mlir[cuda]'``) and PyTorch with CUDA; without
 them it says what is missing and exits with status 0 having measured nothing.
 
-    python benchmarks/bench_cuda.py [--quick]
+    python benchmarks/bench_cuda.py [--quick] [--tune-trials N]
 """
 
 from __future__ import annotations
@@ -119,10 +119,41 @@ def bench_matmul(n: int, number: int, repeat: int) -> None:
         print(f"  mlc {name:20s} {flops / ours / 1e12:6.2f} TFLOP/s   {ref / ours:6.1%} of torch")
 
 
+def bench_matmul_tuned(n: int, trials: int, number: int, repeat: int) -> None:
+    """``tune_tir(matmul n, "cuda")``: the tunable GPU rules searched for ``trials`` candidates,
+    each measured on the GPU, the best one rebuilt and timed next to ``torch.matmul``."""
+    import tempfile
+    import time
+
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a, b = torch.rand(n, n, device="cuda"), torch.rand(n, n, device="cuda")
+    c = torch.empty(n, n, device="cuda")
+    ref = torch_time(lambda: torch.matmul(a, b, out=c), number, repeat)
+    mod = cs.matmul(n)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as work_dir:
+        db = mlc.tune.tune_tir(mod, "cuda", max_trials_global=trials, num_trials_per_iter=min(trials, 8),
+                               work_dir=work_dir, seed=0, progress=False)
+        sch = mlc.tune.compile_tir(db, mod, "cuda")
+    secs = time.perf_counter() - start
+    rt = mlc.build(sch.mod, target="cuda")
+    c.zero_()
+    rt["main"](a, b, c)
+    expect = (a.double() @ b.double()).float()
+    np.testing.assert_allclose(c.cpu().numpy(), expect.cpu().numpy(), rtol=1e-3, atol=1e-2 * n**0.5)
+    ours = ours_time(rt, (a, b, c), number, repeat)
+    flops = 2 * n**3
+    print(f"  mlc tuned ({trials} trials, {secs:.0f} s) {flops / ours / 1e12:6.2f} TFLOP/s   {ref / ours:6.1%} of torch")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes, few runs")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--tune-trials", type=int, default=0,
+                        help="also tune matmul 4096 (1024 with --quick) for this many candidates")
     args = parser.parse_args(argv)
     reason = why_not()
     if reason is not None:
@@ -136,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     bench_window_sum(1 << (20 if args.quick else 24), 10 if args.quick else 50, repeat)
     for n in (1024,) if args.quick else (1024, 4096):
         bench_matmul(n, 3 if args.quick else 10, repeat)
+    if args.tune_trials:
+        bench_matmul_tuned(1024 if args.quick else 4096, args.tune_trials, 3 if args.quick else 10, repeat)
     return 0
 
 

@@ -3,9 +3,10 @@
 Every block of every tensor program gets one kernel:
 
 * its static spatial loops come first (``reorder``), the innermost one is split by
-  ``threads`` and bound to ``blockIdx.x`` / ``threadIdx.x``; the other static spatial loops
-  are fused into one loop bound to ``blockIdx.y``; symbolic spatial loops (a batch ``n``)
-  stay serial inside each thread (grids must be static);
+  ``threads`` and bound to ``blockIdx.x`` / ``threadIdx.x``, the next two are bound to
+  ``blockIdx.y`` and ``blockIdx.z``; further outer static loops (the batch of a convolution
+  or of a batched matmul) and symbolic spatial loops stay serial inside each thread (grids
+  must be static; no loop is fused, so a reduction's init sits under plain loops);
 * a reduction block keeps its reduction loops serial inside (one thread per output
   element) and its init moves under the bound loops (``decompose_reduction``); with
   ``tunable=True`` the innermost reduction loop is split by a sampled factor and its inner
@@ -23,10 +24,9 @@ With ``tunable=True`` the thread count and the reduction split are ``sample_cate
 
 from __future__ import annotations
 
-import math
-
 from ..errors import ScheduleError
 from ..ir import Module
+from .pad_blocks import pads_as_blocks
 from .schedule import Schedule
 
 __all__ = ["apply_gpu_rules", "gpu_space", "default_gpu_schedule", "THREAD_CHOICES", "MAX_GRID_Y"]
@@ -62,15 +62,19 @@ def _schedule_block(sch: Schedule, func: str, name: str, *, threads: int | None,
     if tunable:
         threads = int(sch.sample_categorical(list(THREAD_CHOICES), [1 / len(THREAD_CHOICES)] * len(THREAD_CHOICES),
                                              label=f"{name}.threads"))
+    # the innermost spatial loop on blockIdx.x / threadIdx.x, the next two on blockIdx.y and
+    # blockIdx.z; outer ones (a batch) stay serial in each thread, between the bound loops
+    # and the reduction, so the init of a reduction sits under unfused loops only
+    grid, serial = spatial[-3:-1], spatial[:-3]
+    if serial:
+        sch.reorder(*grid, spatial[-1], *serial, *symbolic, *reduction)
     nthreads = _threads_for(extents[-1], threads or DEFAULT_THREADS)
     bx, tx = sch.split(spatial[-1], [None, nthreads])
-    if len(spatial) > 1:
-        outer = sch.fuse(*spatial[:-1]) if len(spatial) > 2 else spatial[0]
-        grid_y = math.prod(extents[:-1])
-        if grid_y > MAX_GRID_Y:
-            raise ScheduleError(f"GPU rules: block {name!r} of @{func} needs {grid_y} blocks along y; CUDA "
+    for loop, extent, axis in zip(reversed(grid), reversed(extents[-3:-1]), "yz"):
+        if extent > MAX_GRID_Y:
+            raise ScheduleError(f"GPU rules: block {name!r} of @{func} needs {extent} blocks along {axis}; CUDA "
                                 f"allows {MAX_GRID_Y}")
-        sch.bind(outer, "blockIdx.y")
+        sch.bind(loop, f"blockIdx.{axis}")
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
     if reduction and tunable:
@@ -110,7 +114,11 @@ def gpu_space(sch: Schedule) -> Schedule:
 
 
 def default_gpu_schedule(mod: Module, *, threads: int = DEFAULT_THREADS) -> Module:
-    """``mod`` with every tensor program bound by the default rules (graph builds for cuda)."""
+    """``mod`` with every tensor program bound by the default rules (graph builds for cuda);
+    a ``tensor.pad`` (a convolution's or pool's input) becomes a block, and a kernel, of its
+    own first (:func:`~.pad_blocks.pads_as_blocks`)."""
+    mod = mod.clone()
+    pads_as_blocks(mod)
     sch = Schedule(mod)
     if not sch._funcs:
         return mod

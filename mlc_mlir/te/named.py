@@ -166,10 +166,13 @@ def _broadcast(ctx: _Ctx, ins: list[ir.Value], attrs: dict[str, Any]) -> ir.Valu
 
 def _pad(ctx: _Ctx, ins: list[ir.Value], attrs: dict[str, Any]) -> ir.Value:
     (data,) = ins
+    # the padding value is defined outside the region: a constant inside it makes upstream's
+    # pad tiling (GPU rules fusing the pad into a forall) erase an op that still has uses
+    value = constant(attrs["value"], ctx.t.dtype)
     pad = tensor.PadOp(ctx.result_type, data, [], [], list(attrs["low"]), list(attrs["high"]))
     body = pad.region.blocks.append(*([ir.IndexType.get()] * len(attrs["low"])))
     with ir.InsertionPoint(body):
-        tensor.YieldOp(constant(attrs["value"], ctx.t.dtype))
+        tensor.YieldOp(value)
     return ctx.into_output(pad.result)
 
 
