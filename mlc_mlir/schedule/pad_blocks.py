@@ -29,8 +29,8 @@ __all__ = ["pads_as_blocks"]
 
 def _pad_value(pad: ir.Operation) -> ir.Attribute | None:
     """The constant that ``pad`` yields, or ``None`` (a value computed at run time)."""
-    yielded = pad.regions[0].blocks[0].operations[0 if len(pad.regions[0].blocks[0].operations) == 1 else -1]
-    value = yielded.operands[0]
+    body = pad.regions[0].blocks[0]
+    value = body.operations[len(body.operations) - 1].operands[0]  # the tensor.yield's
     owner = value.owner
     if isinstance(owner, ir.Block) or owner.name != "arith.constant":
         return None

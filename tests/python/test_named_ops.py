@@ -6,6 +6,8 @@ default build; the schedule rules read named ops; the default schedule's convolu
 (im2col + contraction) takes named convolutions and leaves the others; its window strategy
 (unrolled taps) takes pooling and depthwise convolutions."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -126,12 +128,11 @@ def _conv_module(init_value=0.0, pad=1):
     y = topi.nn.relu(topi.nn.conv2d(x, w, 1, pad))
     text = str(te.create_prim_func([x, w, y], name="conv"))
     if init_value:  # the convolution accumulates onto init_value
-        fill = 'linalg.fill {mlc.block_init = "conv2d"} ins(%cst : f32)'
-        assert fill in text
-        at = text.index(fill)
-        at = text.rindex("\n", 0, at) + 1
+        found = re.search(r'linalg\.fill \{mlc\.block_init = "conv2d"\} ins\((%cst\w*) : f32\)', text)
+        assert found is not None, text
+        fill, at = found.group(0), text.rindex("\n", 0, found.start()) + 1
         text = (text[:at] + f"    %init = arith.constant {init_value:e} : f32\n"
-                + text[at:].replace(fill, fill.replace("%cst", "%init"), 1))
+                + text[at:].replace(fill, fill.replace(found.group(1), "%init"), 1))
     return mlc.Module.parse(text)
 
 
