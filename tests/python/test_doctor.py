@@ -126,3 +126,18 @@ def test_missing_dialects_fail_the_doctor(tmp_path):
 def test_bad_arguments(tmp_path):
     proc = run_doctor("--bogus", cwd=tmp_path)
     assert proc.returncode == 2 and "usage: python -m mlc_mlir [--json]" in proc.stderr
+
+
+def test_runtime_library_that_cannot_load_is_a_clear_error(tmp_path, monkeypatch):
+    """The JIT aborts the interpreter on a shared library it cannot load, so mlir_lib loads
+    each one first and names the loader's reason (a bundle missing libmlir_float16_utils.so)."""
+    from mlc_mlir import toolchain
+    from mlc_mlir.errors import LoweringError
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libmlc_not_elf.so").write_bytes(b"not an ELF file")
+    monkeypatch.setattr(toolchain, "_package_dir", lambda name: tmp_path)
+    with pytest.raises(LoweringError, match=r"libmlc_not_elf\.so cannot be loaded \(.*\); reinstall"):
+        toolchain.mlir_lib("libmlc_not_elf.so")
+    with pytest.raises(LoweringError, match="libmlc_missing.so not found"):
+        toolchain.mlir_lib("libmlc_missing.so")
