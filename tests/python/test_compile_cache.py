@@ -318,3 +318,44 @@ def test_large_modules_build_a_library_without_the_cache(monkeypatch):
     del ex
     gc.collect()
     assert not folder.exists()
+
+
+def test_least_recently_used_entries_are_evicted_past_the_limit(cache, records, monkeypatch, mm_relu_text):
+    """Three tensor-program builds under a limit that holds two: the least recently used
+    entry goes (a hit counts as a use), the newest one is never removed, and the evicted
+    build is compiled again when asked for."""
+    texts = [mm_relu_text.replace("@mm_relu", f"@mm_relu{i}") for i in range(3)]
+    mlc.build(mlc.Module.parse(texts[0]), cache=True)
+    (first,) = entries(cache)
+    one = sum(size for _, size, _ in compile_cache.CompileCache(cache).entries())
+    monkeypatch.setenv("MLC_CACHE_MAX_MB", str(2.5 * one / (1 << 20)))
+    mlc.build(mlc.Module.parse(texts[1]), cache=True)
+    (second,) = set(entries(cache)) - {first}
+    os.utime(first / "entry.json", (1, 1))  # entry 0 used long ago...
+    mlc.build(mlc.Module.parse(texts[0]), cache=True)  # ...and now again: entry 1 is the oldest
+    records()
+    mlc.build(mlc.Module.parse(texts[2]), cache=True)
+    log = records()
+    assert any("removed 1 least recently used entries" in line for line in log)
+    left = entries(cache)
+    assert len(left) == 2 and (second not in left) and (first in left)
+    mlc.build(mlc.Module.parse(texts[1]), cache=True)  # evicted: compiled again
+    assert compiled(records()) == 1
+
+
+def test_cache_limit_setting(monkeypatch, tmp_path, caplog):
+    monkeypatch.delenv("MLC_CACHE_MAX_MB", raising=False)
+    assert compile_cache.max_cache_bytes() == compile_cache.DEFAULT_MAX_MB << 20
+    monkeypatch.setenv("MLC_CACHE_MAX_MB", "none")
+    assert compile_cache.max_cache_bytes() is None
+    monkeypatch.setenv("MLC_CACHE_MAX_MB", "0.5")
+    assert compile_cache.max_cache_bytes() == 1 << 19
+    monkeypatch.setenv("MLC_CACHE_MAX_MB", "-3")
+    with caplog.at_level(logging.WARNING, logger="mlc_mlir"):
+        assert compile_cache.max_cache_bytes() == compile_cache.DEFAULT_MAX_MB << 20
+    assert "is not a positive number of megabytes" in caplog.text
+    # staging directories of builds that died a day ago go with the next eviction; fresh ones stay
+    store = compile_cache.CompileCache(tmp_path)
+    old, fresh = store.staging(), store.staging()
+    os.utime(old, (1, 1))
+    assert store.evict(None) == [] and not old.exists() and fresh.exists()
