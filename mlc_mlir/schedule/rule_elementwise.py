@@ -12,13 +12,16 @@ Decisions (``<block>.<name>`` in the trace): ``vector``, ``parallel``, ``fuse_ep
 
 from __future__ import annotations
 
+import math
+
 from ..target import Target
 from .payload import BlockInfo
 from .rule_common import column_tile, fuse_epilogue, is_plain, largest_divisor, outermost_wide, parallel_options
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 
-__all__ = ["PARALLEL_MIN_ELEMENTS", "is_elementwise", "schedule_elementwise", "is_copy", "is_gather", "schedule_copy"]
+__all__ = ["PARALLEL_MIN_ELEMENTS", "TRANSPOSE_TILE", "is_elementwise", "schedule_elementwise", "is_copy", "is_gather",
+           "schedule_copy", "transposed_dim"]
 
 #: an elementwise block runs its outer loop in parallel from this many elements (1 << 17
 #: before: MobileNet-v2's 14 x 14 and 7 x 7 layers at batch 1, 75K elements and fewer, then
@@ -112,13 +115,58 @@ def is_gather(info: BlockInfo) -> bool:
             and all(d is not None for d in info.maps[-1]))
 
 
+#: the output's last dim of a transposing gather is tiled by this many elements (decision
+#: ``transpose_tile``), with the loop that walks the input's rows inside the tiles
+TRANSPOSE_TILE = 8
+
+
+def transposed_dim(info: BlockInfo) -> int | None:
+    """The loop that walks an input of a gather along its contiguous last index while the
+    output's last dim steps through that input a cache line or more apart, or None.
+
+    BERT's ``k`` laid out per head for ``q @ k^T``, ``out[b * 4 + h, e, s] = in[s, b, h * 64 +
+    e]``: the output's last dim ``s`` reads ``in`` 8 KB apart and ``e`` (no plain index of
+    ``in``: it is in the last, linearized one) walks ``in``'s rows."""
+    last = info.ndims - 1
+    if info.maps[-1][-1] != last or info.extents[last] is None:
+        return None
+    for dims, shape in zip(info.maps[:info.n_inputs], info.shapes[:info.n_inputs]):
+        if len(dims) < 2 or dims[-1] is not None or last not in dims:
+            continue
+        inner = shape[dims.index(last) + 1:]
+        if any(e is None for e in inner) or math.prod(inner) * 4 < 64:
+            continue
+        walks = [d for d in range(last) if d not in dims and (info.extents[d] or 0) > 1]
+        if walks:
+            return walks[-1]
+    return None
+
+
 def schedule_copy(sch: Schedule, fname: str, info: BlockInfo, tgt: Target, sm: RuleSampler) -> None:
     """Run a large copy's outer loop in parallel (decision ``parallel``); its reads (gathers,
-    div/mod indices) are left to the compiler."""
+    div/mod indices) are left to the compiler. A transposing gather (:func:`transposed_dim`)
+    has its output's last dim tiled (decision ``transpose_tile``) with the loop that walks
+    the input's rows between the tile loops, so that the rows one tile reads stay in L1
+    while it writes them out: BERT d256's ``k`` per head at batch 8, one thread, 1.17 ->
+    0.2 ms (reads 8 KB apart on every element before)."""
+    block = sch.get_block(info.name, fname)
+    loops, extents = sch.get_loops(block), list(info.extents)
+    walk = transposed_dim(info) if is_gather(info) else None
+    if walk is not None:
+        last = info.ndims - 1
+        options = [0] + [t for t in (TRANSPOSE_TILE, 2 * TRANSPOSE_TILE) if extents[last] % t == 0]
+        choice = sm.choose("transpose_tile", options, options[1] if len(options) > 1 else 0)
+        tile = int(choice)
+        if tile and extents[last] > tile:
+            outer, inner = sch.split(loops[last], [None, choice])
+            keep = [d for d in range(last) if d != walk]
+            sch.reorder(*[loops[d] for d in keep], outer, loops[walk], inner)
+            loops = sch.get_loops(block)
+            extents = [extents[d] for d in keep] + [extents[last] // tile, extents[walk], tile]
     elements = 1
     for e in info.extents:
         elements *= e if e is not None else 64
     want = tgt.num_cores > 1 and elements >= PARALLEL_MIN_ELEMENTS
     if int(sm.choose("parallel", parallel_options(tgt), int(want))):
-        sch.parallel(outermost_wide(sch.get_loops(sch.get_block(info.name, fname)), list(info.extents)))
+        sch.parallel(outermost_wide(loops, extents))
 

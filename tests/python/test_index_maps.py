@@ -67,10 +67,28 @@ def test_transpose_through_a_reshape_is_a_gather_run_in_parallel():
     mod = generic((128, 8, 256), (32, 64, 128), "d2, (d0 * 64 + d1) floordiv 256, (d0 * 64 + d1) mod 256")
     sch = Schedule(simplify_index_maps(mod))
     apply_rules(sch, "llvm -mcpu=haswell -num-cores=2")
-    assert "sch.parallel(" in str(sch.trace), sch.trace
+    trace = str(sch.trace)
+    assert "sch.parallel(" in trace, trace
+    # s (8 KB apart in qkv) tiled by 8 with e (qkv's rows) between: the rows a tile reads stay in L1
+    assert "l4, l5 = sch.split(loop=l3, factors=[None, 8])\nsch.reorder(l1, l4, l2, l5)" in trace, trace
     x = np.random.default_rng(3).standard_normal((128, 8, 256), dtype=np.float32)
     ref = x.reshape(128, 32, 64).transpose(1, 2, 0)
     np.testing.assert_array_equal(run(mod, x, (32, 64, 128)), ref)
+
+
+@pytest.mark.parametrize("in_shape,out_shape,in_map,walk", [
+    ((128, 8, 256), (32, 64, 128), "d2, (d0 * 64 + d1) floordiv 256, (d0 * 64 + d1) mod 256", 1),
+    ((128, 8, 256), (32, 128, 64), "d1, (d0 * 64 + d2) floordiv 256, (d0 * 64 + d2) mod 256", None),  # q: rows
+    ((2, 3), (6, 1, 1), "d0 floordiv 3, d0 mod 3", None),   # the output's last dim is not read along
+])
+def test_which_gathers_are_transposes(in_shape, out_shape, in_map, walk):
+    from mlc_mlir.context import mlc_context
+    from mlc_mlir.schedule.payload import read_blocks
+    from mlc_mlir.schedule.rule_elementwise import transposed_dim
+
+    with mlc_context():
+        (info,) = read_blocks(simplify_index_maps(generic(in_shape, out_shape, in_map)).mlir_module).values()
+    assert transposed_dim(info) == walk
 
 
 def test_bert_layer_through_simplified_maps_equals_torch():
