@@ -20,6 +20,7 @@ PASSES = {
     'partial-writes': "the build's partial-writes stage: vector writes of part of a tensor that upstream bufferization would take for whole ones keep their destination",
     'remove-unused': 'remove graph bindings whose values nothing uses',
     'rewrite-ewise-fma': 'rewrite multiply + add into ewise_fma (the multiply stays)',
+    'rewrite-matmul-permute': 'a matmul by a matrix after a transpose that keeps the last dim: the transpose moved after the matmul',
     'rewrite-reshape-unary': "an activation between a reshape and its inverse applied to the reshape's input (the reshapes stay)",
     'unroll-jam': "the build's unroll-jam stage on bufferized code (host target): a parallel loop around a reduction with a small accumulator unrolled and jammed, its ops vectorized",
     'vector-opt': "the build's vector-opt stage on bufferized code: accumulators hoisted, contractions lowered to FMAs",

@@ -293,3 +293,33 @@ def test_activation_between_reshapes_fuses_with_the_linear_layer(act):
     ex = mlc.graph.build(mod, "llvm", cache=False)
     y = mlc.graph.VirtualMachine(ex, mlc.cpu())["main"](x.numpy()).numpy()
     np.testing.assert_allclose(y, m(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_transpose_before_a_projection_moves_after_it():
+    """nn.MultiheadAttention with batch_first=True turns its input seq-first before the packed
+    q/k/v projection; rewrite-matmul-permute computes the projection on the batch-first input
+    and transposes its result (no matmul of a few rows per batch), equal to torch."""
+    torch = pytest.importorskip("torch")
+    from mlc_mlir.graph.transform.optimize import optimize
+    from mlc_mlir.testing import models
+    torch.manual_seed(0)
+    m = models.seeded(torch.nn.MultiheadAttention(32, 4, batch_first=True)).eval()
+    x = torch.randn(3, 10, 32)
+
+    class SelfAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = m
+
+        def forward(self, x):
+            return self.mha(x, x, x, need_weights=False)[0]
+
+    mod = mlc.frontend.from_exported_program(torch.export.export(SelfAttention().eval(), (x,)))
+    before, after = optimize(mod, opt_level=1), optimize(mod, opt_level=2)
+    assert any(f.startswith("fused_permute_dims_matmul") for f in before.functions), before.functions
+    assert not any(f.startswith("fused_permute_dims_matmul") for f in after.functions), after.functions
+    ex = mlc.graph.build(mod, "llvm", cache=False)
+    y = mlc.graph.VirtualMachine(ex, mlc.cpu())["main"](x.numpy()).numpy()
+    with torch.no_grad():
+        ref = m(x, x, x, need_weights=False)[0].numpy()
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)

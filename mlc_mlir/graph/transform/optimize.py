@@ -44,7 +44,7 @@ def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None =
         raise GraphError(f"opt_level must be an int from 0 to {MAX_OPT_LEVEL}, got {opt_level!r}")
     names: list[str] = []
     if opt_level >= 2:
-        names += ["rewrite-ewise-fma", "rewrite-reshape-unary", "remove-unused"]
+        names += ["rewrite-ewise-fma", "rewrite-reshape-unary", "rewrite-matmul-permute", "remove-unused"]
     if opt_level >= 1:
         names += ["fold-batch-norm", "fold-constant", "fuse-ops", "legalize-ops", "fuse-tir"]
     options = {"legalize-ops": {"op_map": op_map}} if op_map else {}

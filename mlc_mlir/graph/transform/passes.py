@@ -6,6 +6,7 @@
   ``mlc.graph.build`` compiles; tensor programs stay as separate functions here);
 - ``--mlc-rewrite-ewise-fma``: multiply + add -> ewise_fma (a Python rewrite pattern);
 - ``--mlc-rewrite-reshape-unary``: reshape -> activation -> reshape back -> the activation;
+- ``--mlc-rewrite-matmul-permute``: a transpose before a matmul by a matrix moved after it;
 - ``--mlc-fold-constant``: fold ops of constants into constants (``FoldConstant``);
 - ``--mlc-fold-batch-norm``: batch norms after constant-weight convolutions folded into them;
 - ``--mlc-remove-unused``: drop bindings nothing uses (``remove_all_unused``);
@@ -28,12 +29,12 @@ from ..legalize import legalize
 from .lower import lower_graph_functions
 from .optimize import optimize
 from .outline import inline_graph_calls
-from .rewrite import ewise_fma, unary_through_reshapes
+from .rewrite import ewise_fma, matmul_before_permute, unary_through_reshapes
 from ..ir.analysis import remove_all_unused
 from ..ir.verify import verify_graph
 
 __all__ = ["verify_graph_pass", "legalize_ops_pass", "lower_graph_pass", "rewrite_ewise_fma_pass",
-           "rewrite_reshape_unary_pass",
+           "rewrite_reshape_unary_pass", "rewrite_matmul_permute_pass",
            "remove_unused_pass", "fuse_dense_add_pass", "fuse_ops_pass", "fuse_tir_pass",
            "inline_graph_calls_pass", "optimize_graph_pass", "fold_constant_pass", "fold_batch_norm_pass"]
 
@@ -78,6 +79,14 @@ def rewrite_reshape_unary_pass(mod: Module) -> Module:
     """Apply the :func:`mlc_mlir.graph.transform.rewrite.unary_through_reshapes` pattern."""
     verify_graph(mod)
     return unary_through_reshapes(mod)
+
+
+@register_pass("rewrite-matmul-permute", "a matmul by a matrix after a transpose that keeps the last dim: the "
+               "transpose moved after the matmul")
+def rewrite_matmul_permute_pass(mod: Module) -> Module:
+    """Apply the :func:`mlc_mlir.graph.transform.rewrite.matmul_before_permute` pattern."""
+    verify_graph(mod)
+    return matmul_before_permute(mod)
 
 
 @register_pass("remove-unused", "remove graph bindings whose values nothing uses")
