@@ -94,16 +94,21 @@ def test_gpt2_block_builds_for_cuda(gpt2):
     assert ptx.count(".visible .entry") >= 10  # a kernel per block
 
 
-@needs_gpu
-def test_gpt2_block_runs_on_the_gpu(gpt2):
+def _runs_like_torch(built) -> None:
+    """The model built for CUDA, run on GPU 0, equals torch on the CPU."""
     import torch
 
-    model, x, ex = gpt2
+    model, x, ex = built
     vm = mlc.graph.VirtualMachine(ex, mlc.cuda(0))
     out = vm["main"](mlc.runtime.array(x.numpy(), device=mlc.cuda(0))).numpy()
     with torch.no_grad():
         ref = model(x).numpy()
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@needs_gpu
+def test_gpt2_block_runs_on_the_gpu(gpt2):
+    _runs_like_torch(gpt2)
 
 
 @pytest.fixture(scope="module")
@@ -125,11 +130,4 @@ def test_resnet18_builds_for_cuda(resnet):
 
 @needs_gpu
 def test_resnet18_runs_on_the_gpu(resnet):
-    import torch
-
-    model, x, ex = resnet
-    vm = mlc.graph.VirtualMachine(ex, mlc.cuda(0))
-    out = vm["main"](mlc.runtime.array(x.numpy(), device=mlc.cuda(0))).numpy()
-    with torch.no_grad():
-        ref = model(x).numpy()
-    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+    _runs_like_torch(resnet)
