@@ -145,7 +145,8 @@ def bench_matmul_tuned(n: int, trials: int, number: int, repeat: int) -> None:
     np.testing.assert_allclose(c.cpu().numpy(), expect.cpu().numpy(), rtol=1e-3, atol=1e-2 * n**0.5)
     ours = ours_time(rt, (a, b, c), number, repeat)
     flops = 2 * n**3
-    print(f"  mlc tuned ({trials} trials, {secs:.0f} s) {flops / ours / 1e12:6.2f} TFLOP/s   {ref / ours:6.1%} of torch")
+    print(f"  mlc tuned ({trials} trials, {secs:.0f} s) {flops / ours / 1e12:6.2f} TFLOP/s   "
+          f"{ref / ours:6.1%} of torch")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,9 +51,8 @@ from ..ir import Module
 from ..target import Target, host_cpu_name
 from .aot import LIBRARY, AotModule, load_library, resource_spans
 
-__all__ = ["cache_root", "build_key", "BuildKey", "module_digest", "file_digest", "target_fingerprint", "CompileCache", "Entry",
-           "through_cache", "cached_module_build", "max_cache_bytes", "ENTRY_FILE", "OFF",
-           "DEFAULT_MAX_MB"]
+__all__ = ["cache_root", "build_key", "BuildKey", "module_digest", "file_digest", "target_fingerprint", "CompileCache",
+           "Entry", "through_cache", "cached_module_build", "max_cache_bytes", "ENTRY_FILE", "OFF", "DEFAULT_MAX_MB"]
 
 log = logging.getLogger(__name__)
 
