@@ -18,8 +18,9 @@ from typing import Any
 
 from ..target import PAGE_BYTES, Target
 from .payload import BlockInfo
-from .rule_common import (Contraction, column_tile, divisors, epilogue_chain, fuse_epilogue, largest_divisor, macs,
-                          parallel_options, per_item, register_rows, register_tile_for, view_epilogue, view_producer)
+from .rule_common import (Contraction, column_tile, divisors, element_bytes, epilogue_chain, fuse_epilogue, largest_divisor,
+                          macs, parallel_options, per_item, register_rows, register_tile_for, view_epilogue,
+                          view_producer)
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 from .trace import BlockRV, LoopRV
@@ -95,10 +96,10 @@ def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
             and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1):
         return False
     cols, k = ext[kind.j], ext[kind.reduce[0]]
-    if ext[kind.i] <= FEW_ROWS and cols * _element_bytes(info) >= PAGE_BYTES:
+    if ext[kind.i] <= FEW_ROWS and cols * element_bytes(info) >= PAGE_BYTES:
         return False
     l2 = tgt.l2_bytes
-    b_bytes = k * cols * _element_bytes(info)
+    b_bytes = k * cols * element_bytes(info)
     return cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None and b_bytes > l2)
 
 
@@ -151,7 +152,7 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     j0, jb = sch.split(loops[kind.j], [None, cols.nc])
     jt, jr = sch.split(jb, [None, cols.nr])
     k0, k1, kr, ku = _k_blocks(sch, sm, loops[kd], ext[kd], cols.col_peel,
-                               ej * _element_bytes(info) if ej <= FEW_COLUMNS else None)
+                               ej * element_bytes(info) if ej <= FEW_COLUMNS else None)
     outer = [j0, ip] if on_cols else [ip, j0]
     row_dims = _row_dims(info, kind)
     # (the batch dims B reads first: a band of a convolution's output rows, (n, f, band, p))
@@ -246,11 +247,6 @@ def _peeled_blocks(ej: int, nr: int, lanes: int) -> list[int]:
     whole = [d for d in wide if d % nr % step == 0]
     aligned = [d for d in whole if d % lanes == 0]
     return aligned or whole or wide
-
-
-def _element_bytes(info: BlockInfo) -> int:
-    """Bytes of one element of ``info``'s type (f32: 4, f16: 2, i64: 8)."""
-    return int("".join(ch for ch in info.element_type if ch.isdigit()) or 32) // 8
 
 
 def _a_block_leaves_l2(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:

@@ -29,7 +29,7 @@ from .schedule import Schedule
 from .state import MAX_VECTOR_ELEMENTS
 from .trace import BlockRV, LoopRV
 
-__all__ = ["PARALLEL_MIN_FLOPS", "Contraction", "contraction_of", "is_plain", "register_tile_for",
+__all__ = ["PARALLEL_MIN_FLOPS", "Contraction", "contraction_of", "is_plain", "register_tile_for", "element_bytes",
            "vector_lanes_or_none", "largest_divisor", "divisors", "macs", "column_tile", "parallel_options",
            "outermost_wide", "sample_rows", "register_rows", "epilogue_chain", "fuse_epilogue", "loops_inside",
            "view_producer", "per_item", "view_epilogue"]
@@ -130,6 +130,11 @@ def largest_divisor(extent: int | None, cap: int) -> int:
 def divisors(extent: int | None, cap: int) -> list[int]:
     """The divisors of ``extent`` up to ``cap``, ascending (``[1]`` for a symbolic extent)."""
     return [d for d in range(1, min(extent or 1, max(cap, 1)) + 1) if (extent or 1) % d == 0]
+
+
+def element_bytes(info: BlockInfo) -> int:
+    """Bytes of one element of ``info``'s type (f32: 4, f16: 2, i64: 8)."""
+    return int("".join(ch for ch in info.element_type if ch.isdigit()) or 32) // 8
 
 
 def macs(info: BlockInfo) -> int:

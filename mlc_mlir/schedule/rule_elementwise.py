@@ -16,7 +16,8 @@ import math
 
 from ..target import Target
 from .payload import BlockInfo
-from .rule_common import column_tile, fuse_epilogue, is_plain, largest_divisor, outermost_wide, parallel_options
+from .rule_common import (column_tile, element_bytes, fuse_epilogue, is_plain, largest_divisor, outermost_wide,
+                          parallel_options)
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 
@@ -134,7 +135,7 @@ def transposed_dim(info: BlockInfo) -> int | None:
         if len(dims) < 2 or dims[-1] is not None or last not in dims:
             continue
         inner = shape[dims.index(last) + 1:]
-        if any(e is None for e in inner) or math.prod(inner) * 4 < 64:
+        if any(e is None for e in inner) or math.prod(inner) * element_bytes(info) < 64:
             continue
         walks = [d for d in range(last) if d not in dims and (info.extents[d] or 0) > 1]
         if walks:
