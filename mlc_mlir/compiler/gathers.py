@@ -33,7 +33,10 @@ lane-linear values whose first and last lanes agree, checked with the clamps), s
 loaded run is selected by one scalar instead of a vector mask built per vector.
 
 Only unmasked gathers (an all-true constant mask) from a row-major buffer (static dims but
-the first) are taken; the rest are left as they are. (MobileNet-v2's stride-2 depthwise
+the first), of a stride up to :data:`MAX_STRIDE`, are taken; the rest are left as they are.
+(A run is ``stride * lanes`` elements: a transposing read, whose lanes are a row apart, would
+load whole rows to keep one element of each, e.g. 14 KB per vector for 14 lanes 256
+elements apart.) (MobileNet-v2's stride-2 depthwise
 convolution of 96 channels at 112x112, one image: the phases' gathers ran 1.7 ms.)
 """
 
@@ -47,7 +50,11 @@ from mlir.dialects import arith, memref, scf, vector
 
 from ..irutil import is_row_major, walk_ops
 
-__all__ = ["gathers_to_loads"]
+__all__ = ["gathers_to_loads", "MAX_STRIDE"]
+
+#: the widest spacing of a gather's lanes loaded as a run (the windows' strides 2 and 3, a
+#: stride-4 pooling); wider ones stay gathers
+MAX_STRIDE = 4
 
 #: element-wise ops of lane-uniform operands are lane-uniform
 _ELEMENTWISE = ("arith.addi", "arith.subi", "arith.muli", "arith.index_cast", "arith.index_castui",
@@ -244,7 +251,7 @@ def _rewrite(op: ir.Operation) -> bool:
     lanes_v, lanes = offsets, rtype.shape[-1]
     an = _Analysis(lanes)
     lin = an.of(lanes_v)
-    if lin is None or lin.stride < 1 or lin.uniform:
+    if lin is None or lin.stride < 1 or lin.stride > MAX_STRIDE or lin.uniform:
         return False
     stride = lin.stride
     index = ir.IndexType.get()

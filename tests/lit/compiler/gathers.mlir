@@ -106,3 +106,28 @@ func.func @lookup(%table: memref<64xf32>, %ids: memref<8xindex>, %dst: memref<8x
   vector.store %g, %dst[%c0] : memref<8xf32>, vector<8xf32>
   return
 }
+
+// Lanes a row apart (a transposing read: column %j of 8 rows of 256) stay a gather: as a run
+// the load would be 8 x 256 elements to keep 8 of them (gathers.MAX_STRIDE).
+// CHECK-LABEL: func.func @transposed_column
+// CHECK-NOT: vector<2048xf32>
+// CHECK-NOT: vector.load
+// CHECK: vector.gather
+func.func @transposed_column(%src: memref<8x256xf32>, %dst: memref<256x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %rows = arith.constant dense<256> : vector<8xindex>
+  %mask = arith.constant dense<true> : vector<8xi1>
+  %pass = arith.constant dense<0.0> : vector<8xf32>
+  %step = vector.step : vector<8xindex>
+  %base = arith.muli %step, %rows : vector<8xindex>
+  scf.for %j = %c0 to %c256 step %c1 {
+    %jv = vector.broadcast %j : index to vector<8xindex>
+    %off = arith.addi %base, %jv : vector<8xindex>
+    %g = vector.gather %src[%c0, %c0][%off], %mask, %pass
+        : memref<8x256xf32>, vector<8xindex>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+    vector.store %g, %dst[%j, %c0] : memref<256x8xf32>, vector<8xf32>
+  }
+  return
+}
