@@ -63,6 +63,45 @@ func.func @column(%w: memref<64x64x3x3xf32>, %out: memref<8x1xf32>) {
   return
 }
 
+// A column read through an expand_shape along the last dim of its group (a convolution's
+// NCHW output transposed from a (pixels, channels) gemm viewed (OH, OW, C): 14 pixels of one
+// channel) moves to the source too: one step of ow is one row of the source, so the vector
+// runs along the source's rows (no view left on the gemm's buffer).
+// CHECK-LABEL: func.func @transposed_columns
+// CHECK-NOT: memref.expand_shape
+// CHECK-NOT: memref.reinterpret_cast
+// CHECK: scf.for %[[F:.+]] = %{{.+}} to %{{.+}} step
+// CHECK: vector.load %{{.+}}[%{{.+}}, %[[F]]] : memref<196x256xf32>, vector<1xf32>
+func.func @transposed_columns(%y: memref<196x256xf32>, %out: memref<1x256x14x14xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c14 = arith.constant 14 : index
+  %c256 = arith.constant 256 : index
+  %pad = ub.poison : f32
+  %view = memref.expand_shape %y [[0, 1], [2]] output_shape [14, 14, 256] : memref<196x256xf32> into memref<14x14x256xf32>
+  scf.for %f = %c0 to %c256 step %c1 {
+    scf.for %h = %c0 to %c14 step %c1 {
+      %col = vector.transfer_read %view[%h, %c0, %f], %pad {in_bounds = [true, true, true]} : memref<14x14x256xf32>, vector<1x14x1xf32>
+      %row = vector.shape_cast %col : vector<1x14x1xf32> to vector<1x1x1x14xf32>
+      vector.transfer_write %row, %out[%c0, %f, %h, %c0] {in_bounds = [true, true, true, true]} : vector<1x1x1x14xf32>, memref<1x256x14x14xf32>
+    }
+  }
+  return
+}
+
+// A column along a dim that is not the last of its group (one step of oh is 14 rows of the
+// source) stays a view, as a reinterpret_cast.
+// CHECK-LABEL: func.func @strided_columns
+// CHECK: memref.reinterpret_cast %{{.+}} to offset: [0], sizes: [14, 14, 256], strides: [3584, 256, 1]
+func.func @strided_columns(%y: memref<196x256xf32>, %out: memref<14x1x1xf32>) {
+  %c0 = arith.constant 0 : index
+  %pad = ub.poison : f32
+  %view = memref.expand_shape %y [[0, 1], [2]] output_shape [14, 14, 256] : memref<196x256xf32> into memref<14x14x256xf32>
+  %col = vector.transfer_read %view[%c0, %c0, %c0], %pad {in_bounds = [true, true, true]} : memref<14x14x256xf32>, vector<14x1x1xf32>
+  vector.transfer_write %col, %out[%c0, %c0, %c0] {in_bounds = [true, true, true]} : vector<14x1x1xf32>, memref<14x1x1xf32>
+  return
+}
+
 // A row of a strided slice read through a view (a convolution's epilogue computed per
 // image reads one row of the image's (F, pixels) result: expand_shape of a subview): the
 // rows move to the slice at linearized indices too, whatever its strides (and the slice
