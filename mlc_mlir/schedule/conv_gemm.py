@@ -96,26 +96,32 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
         return None
     f, c, kh, kw = kshape
     strides = _ints(conv.attributes["strides"])
-    w = te.placeholder((f, c * kh * kw), name="kernel")
+    transposed = transposed_kernel(kernel)  # (C, KH, KW, F): the pixels as the gemm's rows
+    w = te.placeholder((f, c * kh * kw) if transposed is None else (c * kh * kw, f), name="kernel")
     pointwise = (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads)
     oh, ow = (static_shape(conv.results[0].type)[i] for i in (2, 3))
-    bands = None if pointwise else band_rows(c * kh * kw, oh, ow)
+    bands = None if pointwise or transposed is not None else band_rows(c * kh * kw, oh, ow)
     if pointwise:  # im2col would copy the input as it is: the contraction reads it viewed (C, H * W)
         batch = "n" if dshape[0] is None else dshape[0]
         a = te.placeholder((batch, c, dshape[2] * dshape[3]) if batch != 1 else (c, dshape[2] * dshape[3]), name="data")
-        y = _pointwise_gemm(a, w, dshape[2], dshape[3])
+        y = _pointwise_gemm(a, w, dshape[2], dshape[3], pixels_as_rows=transposed is not None)
     else:
         a = te.placeholder(tuple("n" if d is None else d for d in dshape), name="data")
         y = topi.nn.conv2d_gemm(a, w, strides, pads, _ints(conv.attributes["dilations"]), gather=True,
-                                kernel_size=(kh, kw), band_rows=bands)
+                                kernel_size=(kh, kw), band_rows=bands, pixels_as_rows=transposed is not None)
     block = ir.StringAttr(conv.attributes["mlc.block"]).value if "mlc.block" in conv.attributes else "conv2d"
     hmod = te.create_prim_func([a, w, y], name=name)
     hfunc = symbol_ops(hmod.mlir_module, defined=True)[name]
-    _view_result(hfunc, banded=bands is not None)
+    if transposed is None:  # (pixels as rows: the last compute transposes y back to NCHW, no view)
+        _view_result(hfunc, banded=bands is not None)
     rename_blocks(hfunc, "conv2d", block)
     f32 = ir.F32Type.get()
     with ir.InsertionPoint(conv), conv.location:
-        flat = tensor.CollapseShapeOp(ir.RankedTensorType.get([f, c * kh * kw], f32), kernel, _ROWS_FLAT).result
+        if transposed is None:
+            flat = tensor.CollapseShapeOp(ir.RankedTensorType.get([f, c * kh * kw], f32), kernel, _ROWS_FLAT).result
+        else:
+            flat = tensor.CollapseShapeOp(ir.RankedTensorType.get([c * kh * kw, f], f32), transposed,
+                                          [[0, 1, 2], [3]]).result
         if pointwise:
             pixels = dshape[2] * dshape[3]
             view = ([c, pixels], [[0, 1], [2, 3]]) if dshape[0] == 1 else \
@@ -145,10 +151,43 @@ def band_rows(k: int, oh: int, ow: int) -> int | None:
     return max(fits) if fits else None
 
 
-def _pointwise_gemm(data: te.Tensor, kernel: te.Tensor, h: int, w: int) -> te.Tensor:
+def transposed_kernel(kernel: ir.Value) -> ir.Value | None:
+    """The ``(C, KH, KW, F)`` tensor whose transpose ``kernel`` ``(F, C, KH, KW)`` is (a
+    ``linalg.transpose``, or a generic that only reads it at ``[c, y, x, f]``): the weights
+    the graph pass :mod:`mlc_mlir.graph.transform.conv_weights` stored so, for a contraction
+    with the pixels as rows. None for any other kernel."""
+    owner = kernel.owner
+    if isinstance(owner, ir.Block):
+        return None
+    op = owner.operation
+    if op.name == "linalg.transpose":
+        perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+        return op.operands[0] if perm == [3, 0, 1, 2] else None
+    if op.name != "linalg.generic" or len(op.operands) != 2 or len(op.regions[0].blocks) != 1:
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    body = op.regions[0].blocks[0]
+    ops = list(body.operations)
+    if (len(maps) != 2 or maps[1] != ir.AffineMap.get_identity(4) or maps[0] != ir.AffineMap.get_permutation([1, 2, 3, 0])
+            or len(ops) != 1 or ops[0].operation.name != "linalg.yield" or ops[0].operands[0] != body.arguments[0]):
+        return None
+    return op.operands[0]
+
+
+def _pointwise_gemm(data: te.Tensor, kernel: te.Tensor, h: int, w: int, *, pixels_as_rows: bool = False) -> te.Tensor:
     """A 1x1 convolution of stride 1 without padding on ``data`` viewed (C, H * W) (per
     image: (N, C, H * W)): the contraction ``conv2d_gemm`` and ``conv2d``, the result in NCHW
-    (a copy that :func:`_view_result` replaces by a view), as :func:`topi.nn.conv2d_gemm` names them."""
+    (a copy that :func:`_view_result` replaces by a view), as :func:`topi.nn.conv2d_gemm` names them.
+    ``pixels_as_rows``: ``kernel`` is (C, F), ``y[(n,) p, f]`` transposed back to NCHW."""
+    if pixels_as_rows:
+        k, f = kernel.shape
+        rk = te.reduce_axis((0, k), "rk")
+        if len(data.shape) == 2:
+            y = te.compute((h * w, f), lambda p, o: te.sum(data[rk, p] * kernel[rk, o], axis=rk), name="conv2d_gemm")
+            return te.compute((1, f, h, w), lambda b, o, i, j: y[i * w + j, o], name="conv2d")
+        y = te.compute((data.shape[0], h * w, f), lambda b, p, o: te.sum(data[b, rk, p] * kernel[rk, o], axis=rk),
+                       name="conv2d_gemm")
+        return te.compute((data.shape[0], f, h, w), lambda b, o, i, j: y[b, i * w + j, o], name="conv2d")
     f, k = kernel.shape
     rk = te.reduce_axis((0, k), "rk")
     if len(data.shape) == 2:

@@ -22,6 +22,7 @@ PASSES = {
     'rewrite-ewise-fma': 'rewrite multiply + add into ewise_fma (the multiply stays)',
     'rewrite-matmul-permute': 'a matmul by a matrix after a transpose that keeps the last dim: the transpose moved after the matmul',
     'rewrite-reshape-unary': "an activation between a reshape and its inverse applied to the reshape's input (the reshapes stay)",
+    'transpose-conv-weights': "constant convolution weights stored (C, KH, KW, F) behind a permute_dims where the convolution's gemm takes the output pixels as rows",
     'unroll-jam': "the build's unroll-jam stage on bufferized code (host target): a parallel loop around a reduction with a small accumulator unrolled and jammed, its ops vectorized",
     'vector-opt': "the build's vector-opt stage on bufferized code: accumulators hoisted, contractions lowered to FMAs",
     'verify-graph': 'check graph functions: shapes, callees, dataflow blocks',

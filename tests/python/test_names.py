@@ -169,8 +169,8 @@ def test_one_module_pass_type_and_one_registry():
     # graph.build's optimization stages run the registered passes (what mlc-opt --mlc-NAME runs)
     stages = opt.optimization_stages(2)
     assert [s.name for s in stages] == ["rewrite-ewise-fma", "rewrite-reshape-unary", "rewrite-matmul-permute",
-                                        "remove-unused", "fold-batch-norm", "fold-constant", "fuse-ops", "legalize-ops",
-                                        "fuse-tir"]
+                                        "remove-unused", "fold-batch-norm", "fold-constant", "transpose-conv-weights",
+                                        "fuse-ops", "legalize-ops", "fuse-tir"]
     assert all(s.fn == registered[s.name].run for s in stages)
     with pytest.raises(mlc.MlcError, match="bad options"):
         passes.get_pass("fuse-ops", op_map={})

@@ -12,6 +12,8 @@ unary``                           the activation (:mod:`.rewrite`)
 ``remove-unused``      >= 2       drop the bindings the rewrites left dead
 ``fold-batch-norm``    >= 1       conv2d + batch_norm -> conv2d of scaled weights + bias
 ``fold-constant``      >= 1       ops of constants -> constants (:mod:`.fold_constant`)
+``transpose-conv-      >= 2       constant conv weights stored (C, KH, KW, F) where the
+weights``                         pixels are the gemm's rows (:mod:`.conv_weights`)
 ``fuse-ops``           >= 1       group ops into primitive functions (FuseOps)
 ``legalize-ops``       >= 1       graph ops -> call_tir of tensor programs
 ``fuse-tir``           >= 1       each primitive function -> one tensor program
@@ -46,7 +48,11 @@ def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None =
     if opt_level >= 2:
         names += ["rewrite-ewise-fma", "rewrite-reshape-unary", "rewrite-matmul-permute", "remove-unused"]
     if opt_level >= 1:
-        names += ["fold-batch-norm", "fold-constant", "fuse-ops", "legalize-ops", "fuse-tir"]
+        names += ["fold-batch-norm", "fold-constant"]
+    if opt_level >= 2:
+        names += ["transpose-conv-weights"]
+    if opt_level >= 1:
+        names += ["fuse-ops", "legalize-ops", "fuse-tir"]
     options = {"legalize-ops": {"op_map": op_map}} if op_map else {}
     # the passes of the one registry (what mlc-opt --mlc-NAME runs), in place on the build's copy
     return [GraphStage(n, get_pass(n, **options.get(n, {})).run) for n in names]

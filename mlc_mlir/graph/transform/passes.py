@@ -9,6 +9,8 @@
 - ``--mlc-rewrite-matmul-permute``: a transpose before a matmul by a matrix moved after it;
 - ``--mlc-fold-constant``: fold ops of constants into constants (``FoldConstant``);
 - ``--mlc-fold-batch-norm``: batch norms after constant-weight convolutions folded into them;
+- ``--mlc-transpose-conv-weights``: constant conv weights stored (C, KH, KW, F) where the
+  convolution's gemm takes the pixels as rows;
 - ``--mlc-remove-unused``: drop bindings nothing uses (``remove_all_unused``);
 - ``--mlc-fuse-dense-add``: matmul + add -> call of a primitive function (course ch.7);
 - ``--mlc-fuse-ops``: group ops by pattern kind into primitive functions;
@@ -22,6 +24,7 @@ from __future__ import annotations
 from ...context import mlc_context
 from ...ir import Module
 from ...passes import register_pass
+from .conv_weights import transpose_in_place
 from .fold_batch_norm import fold_batch_norms
 from .fold_constant import fold_constants
 from .fusion import FuseDenseAddPass, FuseOps, FuseTIR
@@ -36,7 +39,8 @@ from ..ir.verify import verify_graph
 __all__ = ["verify_graph_pass", "legalize_ops_pass", "lower_graph_pass", "rewrite_ewise_fma_pass",
            "rewrite_reshape_unary_pass", "rewrite_matmul_permute_pass",
            "remove_unused_pass", "fuse_dense_add_pass", "fuse_ops_pass", "fuse_tir_pass",
-           "inline_graph_calls_pass", "optimize_graph_pass", "fold_constant_pass", "fold_batch_norm_pass"]
+           "inline_graph_calls_pass", "optimize_graph_pass", "fold_constant_pass", "fold_batch_norm_pass",
+           "transpose_conv_weights_pass"]
 
 
 @register_pass("verify-graph", "check graph functions: shapes, callees, dataflow blocks")
@@ -141,4 +145,12 @@ def fold_constant_pass(mod: Module) -> Module:
 def fold_batch_norm_pass(mod: Module) -> Module:
     """:func:`~mlc_mlir.graph.transform.fold_batch_norm.fold_batch_norms` (in place)."""
     fold_batch_norms(mod)
+    return mod
+
+
+@register_pass("transpose-conv-weights", "constant convolution weights stored (C, KH, KW, F) behind a permute_dims "
+               "where the convolution's gemm takes the output pixels as rows")
+def transpose_conv_weights_pass(mod: Module) -> Module:
+    """:func:`~mlc_mlir.graph.transform.conv_weights.transpose_in_place` (in place)."""
+    transpose_in_place(mod)
     return mod

@@ -1,0 +1,130 @@
+"""``transpose-conv-weights``: constant convolution weights stored for a contraction with the
+output pixels as rows (the weights' layout chosen at build time, as TVM's ``AlterOpLayout``
+packs x86 convolution kernels once instead of at every call).
+
+The default schedule computes a convolution as im2col + a contraction
+(:mod:`mlc_mlir.schedule.conv_gemm`): ``y[f, p] = sum(w[f, k] * col[k, p])``, the output
+channels as the register tile's rows and the pixels as its vector columns. When the pixels
+are no multiple of the 16-column tile (14 x 14 = 196: twelve full tiles, a narrow one, rows
+of B off the cache lines), the same contraction with the roles swapped,
+``y[p, f] = sum(col[k, p] * w[k, f])``, runs much faster: ResNet-18's 256-channel 3x3
+convolution at 14 x 14 as gemms, one thread, interleaved in one process, 67-71 GFLOP/s
+against 41-45. That form reads the weights as ``(C * KH * KW, F)``, the output channels
+contiguous: this pass stores each such constant weight transposed, ``(C, KH, KW, F)``, behind
+a ``permute_dims`` back to OIHW::
+
+    %w = "mlc.constant"() {value = dense_resource<...>} : () -> tensor<256x256x3x3xf32>
+    %y = "mlc.conv2d"(%x, %w) {...}
+
+becomes::
+
+    %wt = "mlc.constant"() {value = dense_resource<...>} : () -> tensor<256x3x3x256xf32>
+    %w = "mlc.permute_dims"(%wt) {axes = array<i64: 3, 0, 1, 2>} : (...) -> tensor<256x256x3x3xf32>
+    %y = "mlc.conv2d"(%x, %w) {...}
+
+The transpose fuses into the convolution's kernel (FuseOps takes data movement before an
+OUT_EWISE op in), where the convolution strategy reads the stored tensor directly and the
+transpose is dead: nothing is transposed at run time. (Folding constants again afterwards
+would undo it, at no cost but the speed.)
+
+Taken (:func:`pixels_as_rows`): ``groups == 1`` convolutions of a constant float32 OIHW
+weight, not 1x1, whose output has more than :data:`MIN_PIXELS` pixels per image, no multiple
+of :data:`PIXEL_TILE`, and a multiple of :data:`CHANNEL_MULTIPLE` output channels.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from mlir import ir
+
+from ...context import mlc_context
+from ...errors import GraphError
+from ...ir import Module
+from ..builder.emit import constant_attr
+from ..ir.analysis import clone_module, graph_functions, remove_unused_ops, walk_ops
+from .fold_constant import constant_op, constant_value, resource_blobs
+
+__all__ = ["transpose_conv_weights", "pixels_as_rows", "MIN_PIXELS", "PIXEL_TILE", "CHANNEL_MULTIPLE", "AXES"]
+
+log = logging.getLogger("mlc_mlir.graph.conv_weights")
+
+#: pixels per image above which the pixels-as-rows form is taken (7 x 7 = 49 measured mixed:
+#: 512 x 4608 x 49 57 against 46 GFLOP/s the other way, 512 x 2304 x 49 41 against 49)
+MIN_PIXELS = 64
+#: the columns of the AVX2 register tile: a multiple of it keeps the pixels as columns
+#: (3136 and 784 pixels: 48 / 48 and 66 / 47 GFLOP/s, pixels as columns / as rows)
+PIXEL_TILE = 16
+#: the output channels are the tile's vector columns: whole 8-lane vectors of them
+CHANNEL_MULTIPLE = 8
+#: the transpose from the stored (C, KH, KW, F) back to OIHW
+AXES = (3, 0, 1, 2)
+
+
+def pixels_as_rows(out_shape: tuple[int, ...], weight_shape: tuple[int, ...]) -> bool:
+    """Whether a convolution of output shape ``(N, F, OH, OW)`` and OIHW weights of
+    ``weight_shape`` takes the pixels-as-rows form. Not 1x1 kernels: MobileNet-v2's 1x1
+    convolutions at 14 x 14 measured the same at batch 1 and 7-14% slower at batch 8 (one
+    thread, old / new builds interleaved in one process)."""
+    pixels = out_shape[2] * out_shape[3]
+    return (pixels > MIN_PIXELS and pixels % PIXEL_TILE != 0 and weight_shape[0] % CHANNEL_MULTIPLE == 0
+            and weight_shape[2] * weight_shape[3] > 1)
+
+
+def transpose_conv_weights(mod: Module) -> Module:
+    """A copy of ``mod`` with the weights of its qualifying convolutions stored transposed
+    (see the module doc).
+
+    Raises:
+        GraphError: ``mod`` is not an ``mlc.Module``.
+    """
+    if not isinstance(mod, Module):
+        raise GraphError(f"transpose_conv_weights expects an mlc.Module, got {type(mod).__name__}")
+    work = clone_module(mod)
+    transpose_in_place(work)
+    return work
+
+
+def transpose_in_place(mod: Module) -> int:
+    """Rewrite ``mod``'s qualifying convolutions in place; returns how many."""
+    done = 0
+    with mlc_context():
+        blobs: dict[str, bytes] | None = None
+        for fop in graph_functions(mod.mlir_module):
+            convs = [o for o in walk_ops(fop) if o.name == "mlc.conv2d"]
+            if not convs:
+                continue
+            if blobs is None:
+                blobs = resource_blobs(mod.mlir_module)
+            here = sum(_rewrite(conv, blobs) for conv in convs)
+            if here:
+                remove_unused_ops(fop, set())
+            done += here
+    if done:
+        log.info("transpose-conv-weights: %d convolution weight(s) stored (C, KH, KW, F)", done)
+    return done
+
+
+def _rewrite(conv: ir.Operation, blobs: dict[str, bytes]) -> bool:
+    if "groups" in conv.attributes and ir.IntegerAttr(conv.attributes["groups"]).value != 1:
+        return False
+    out = ir.RankedTensorType(conv.results[0].type)
+    if out.rank != 4 or any(out.is_dynamic_dim(d) for d in (1, 2, 3)):
+        return False
+    const = constant_op(conv.operands[1])
+    w = None if const is None else constant_value(const, blobs)
+    if w is None or w.ndim != 4 or w.dtype != np.float32:
+        return False
+    if not pixels_as_rows(tuple(out.get_dim_size(d) for d in range(4)), w.shape):
+        return False
+    wt = np.ascontiguousarray(w.transpose(1, 2, 3, 0))
+    w_type = ir.RankedTensorType(conv.operands[1].type)
+    wt_type = ir.RankedTensorType.get(list(wt.shape), w_type.element_type)
+    with ir.InsertionPoint(conv), conv.location:
+        stored = ir.Operation.create("mlc.constant", results=[wt_type],
+                                     attributes={"value": constant_attr(wt, "conv_weight_cf", wt_type)})
+        back = ir.Operation.create("mlc.permute_dims", results=[w_type], operands=[stored.results[0]],
+                                   attributes={"axes": ir.DenseI64ArrayAttr.get(list(AXES))})
+    conv.operands[1] = back.results[0]
+    return True
