@@ -76,6 +76,13 @@ def test_models_built_so_equal_torch(batch):
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
 
 
+def test_cuda_builds_keep_the_oihw_weights():
+    # (the stored layout serves the CPU rules' convolution strategy; compiled only, no GPU needed)
+    _, _, mod = _graph(1)
+    ex = mlc.graph.build(mod, "cuda")
+    assert "permute_dims" not in str(ex.optimized) and "conv2d" in str(ex.optimized)
+
+
 def _conv_kernel(batch, perm):
     """A tensor program: the weight given (C, KH, KW, F) and transposed by ``perm`` into
     what conv2d reads, as the fused kernel has it."""

@@ -95,7 +95,9 @@ def graph_stages(state: Compilation, *, opt_level: int = 2, op_map: dict | None 
         # call_dps_packed("linear0", ...) of a tensor program of the module -> call_tir
         GraphStage("resolve-packed-calls", resolve_packed_calls),
         GraphStage("verify-graph", _verify(state)),
-        *optimization_stages(opt_level, op_map),
+        # (weights laid out for the CPU rules' convolution strategy: not for the GPU rules)
+        *[s for s in optimization_stages(opt_level, op_map)
+          if gpu_target is None or s.name != "transpose-conv-weights"],
         ModuleStage("inline-graph-calls", inline_graph_calls),
         GraphStage("legalize", _legalize(op_map)),
         # tensor programs identical up to their name (a repeated layer shape): scheduled and compiled once
