@@ -129,7 +129,8 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
 
     Raises:
         TEError: as :func:`conv2d`; a rank-2 kernel without ``kernel_size`` or whose
-            columns are not ``C * KH * KW``; ``band_rows`` that do not divide the output rows.
+            columns are not ``C * KH * KW``; ``band_rows`` that do not divide the output rows;
+            ``pixels_as_rows`` with a rank-4 kernel or with ``band_rows``.
     """
     check_tensor(data, "nn.conv2d_gemm", "data")
     check_tensor(kernel, "nn.conv2d_gemm", "kernel")

@@ -83,20 +83,22 @@ def test_cuda_builds_keep_the_oihw_weights():
     assert "permute_dims" not in str(ex.optimized) and "conv2d" in str(ex.optimized)
 
 
-def _conv_kernel(batch, perm):
+def _conv_kernel(batch, perm, ks=3):
     """A tensor program: the weight given (C, KH, KW, F) and transposed by ``perm`` into
     what conv2d reads, as the fused kernel has it."""
     x = te.placeholder((batch, 16, 14, 14), name="x")
-    stored = te.placeholder((16, 3, 3, 32) if perm == (3, 0, 1, 2) else (32, 16, 3, 3), name="w")
+    stored = te.placeholder((16, ks, ks, 32) if perm == (3, 0, 1, 2) else (32, 16, ks, ks), name="w")
     w = topi.transpose(stored, perm)
-    y = topi.nn.conv2d(x, w, 1, 1)
+    y = topi.nn.conv2d(x, w, 1, ks // 2)
     return te.create_prim_func([x, stored, y], name="main")
 
 
-@pytest.mark.parametrize("batch", [1, 2])
-def test_strategy_reads_the_stored_weights_with_pixels_as_rows(batch):
+@pytest.mark.parametrize("batch,ks", [(1, 3), (2, 3), (1, 1), (2, 1)])
+def test_strategy_reads_the_stored_weights_with_pixels_as_rows(batch, ks):
+    """3x3 through im2col; 1x1 (the graph pass leaves those, a user's transpose does not)
+    reading the input viewed (C, H * W)."""
     rng = np.random.default_rng(batch)
-    mod = window_strategies(_conv_kernel(batch, (3, 0, 1, 2)))
+    mod = window_strategies(_conv_kernel(batch, (3, 0, 1, 2), ks))
     text = str(mod)
     gemm = next(line for line in text.splitlines() if 'mlc.block = "conv2d_gemm"' in line)
     rows = "196x32" if batch == 1 else f"{batch}x196x32"
@@ -106,10 +108,10 @@ def test_strategy_reads_the_stored_weights_with_pixels_as_rows(batch):
     apply_rules(sch, "llvm")
     f = mlc.build(sch.mod, "llvm")["main"]
     x = rng.standard_normal((batch, 16, 14, 14), dtype=np.float32)
-    w = rng.standard_normal((32, 16, 3, 3), dtype=np.float32)
+    w = rng.standard_normal((32, 16, ks, ks), dtype=np.float32)
     out = np.zeros((batch, 32, 14, 14), np.float32)
     f(x, np.ascontiguousarray(w.transpose(1, 2, 3, 0)), out)
-    ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy()
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=ks // 2).numpy()
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
