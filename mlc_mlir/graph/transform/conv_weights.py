@@ -39,12 +39,11 @@ import logging
 import numpy as np
 from mlir import ir
 
-from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Module
 from ..builder.emit import constant_attr
-from ..ir.analysis import clone_module, graph_functions, remove_unused_ops, walk_ops
-from .fold_constant import constant_op, constant_value, resource_blobs
+from ..ir.analysis import clone_module
+from .fold_constant import constant_op, constant_value, rewrite_graph_ops
 
 __all__ = ["transpose_conv_weights", "pixels_as_rows", "MIN_PIXELS", "PIXEL_TILE", "CHANNEL_MULTIPLE", "AXES"]
 
@@ -88,19 +87,7 @@ def transpose_conv_weights(mod: Module) -> Module:
 
 def transpose_in_place(mod: Module) -> int:
     """Rewrite ``mod``'s qualifying convolutions in place; returns how many."""
-    done = 0
-    with mlc_context():
-        blobs: dict[str, bytes] | None = None
-        for fop in graph_functions(mod.mlir_module):
-            convs = [o for o in walk_ops(fop) if o.name == "mlc.conv2d"]
-            if not convs:
-                continue
-            if blobs is None:
-                blobs = resource_blobs(mod.mlir_module)
-            here = sum(_rewrite(conv, blobs) for conv in convs)
-            if here:
-                remove_unused_ops(fop, set())
-            done += here
+    done = rewrite_graph_ops(mod, lambda op: op.name == "mlc.conv2d", _rewrite)
     if done:
         log.info("transpose-conv-weights: %d convolution weight(s) stored (C, KH, KW, F)", done)
     return done

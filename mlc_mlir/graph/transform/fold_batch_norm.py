@@ -28,12 +28,11 @@ import logging
 import numpy as np
 from mlir import ir
 
-from ...context import mlc_context
 from ...errors import GraphError
 from ...ir import Module
 from ..builder.emit import constant_attr
-from ..ir.analysis import clone_module, graph_functions, remove_unused_ops, walk_ops
-from .fold_constant import constant_op, constant_value, resource_blobs
+from ..ir.analysis import clone_module
+from .fold_constant import constant_op, constant_value, rewrite_graph_ops
 
 __all__ = ["FoldBatchNorm", "fold_batch_norms"]
 
@@ -58,19 +57,7 @@ class FoldBatchNorm:
 
 def fold_batch_norms(mod: Module) -> int:
     """Fold every conv2d + batch_norm pair of ``mod``'s graph functions in place; returns how many."""
-    folded = 0
-    with mlc_context():
-        blobs: dict[str, bytes] | None = None
-        for fop in graph_functions(mod.mlir_module):
-            bns = [o for o in walk_ops(fop) if o.name == "mlc.batch_norm"]
-            if not bns:
-                continue
-            if blobs is None:
-                blobs = resource_blobs(mod.mlir_module)
-            here = sum(_fold(bn, blobs) for bn in bns)
-            if here:
-                remove_unused_ops(fop, set())
-            folded += here
+    folded = rewrite_graph_ops(mod, lambda op: op.name == "mlc.batch_norm", _fold)
     if folded:
         log.info("fold-batch-norm: %d batch norm(s) folded into convolutions", folded)
     return folded

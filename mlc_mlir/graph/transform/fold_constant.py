@@ -39,7 +39,7 @@ from ..builder.emit import constant_attr
 from ..ir.analysis import clone_module, graph_functions, remove_unused_ops, walk_ops
 from ...tensor_types import dtype_of_element
 
-__all__ = ["FoldConstant", "fold_constants", "FOLDABLE", "MAX_GROWTH", "constant_op", "constant_value", "resource_blobs",
+__all__ = ["FoldConstant", "fold_constants", "rewrite_graph_ops", "FOLDABLE", "MAX_GROWTH", "constant_op", "constant_value", "resource_blobs",
            "resource_name"]
 
 log = logging.getLogger("mlc_mlir.graph.fold_constant")
@@ -86,23 +86,34 @@ class FoldConstant:
 
 def fold_constants(mod: Module) -> int:
     """Fold the constant graph ops of every graph function of ``mod`` in place; returns how many."""
-    folded = 0
+    # in program order: an op whose operands an earlier fold made constant folds too
+    folded = rewrite_graph_ops(mod, _foldable, _fold)
+    if folded:
+        log.debug("folded %d constant graph op(s)", folded)
+    return folded
+
+
+def rewrite_graph_ops(mod: Module, takes: Callable[[ir.Operation], bool],
+                      rewrite: Callable[[ir.Operation, dict[str, bytes]], bool]) -> int:
+    """``rewrite(op, blobs)`` on each op of ``mod``'s graph functions that ``takes`` (in
+    program order; ``blobs``: the module's resource blobs, :func:`resource_blobs`, read once,
+    only when some function has such an op); the bindings left unused removed from each
+    function where a rewrite applied. Returns how many applied (what FoldConstant,
+    FoldBatchNorm and transpose-conv-weights share)."""
+    done = 0
     with mlc_context():
         blobs: dict[str, bytes] | None = None
         for fop in graph_functions(mod.mlir_module):
             ops = walk_ops(fop)
-            if not any(_foldable(o) for o in ops):
+            if not any(takes(o) for o in ops):
                 continue
             if blobs is None:
                 blobs = resource_blobs(mod.mlir_module)
-            # in program order: an op whose operands an earlier fold made constant folds too
-            here = sum(_fold(o, blobs) for o in ops)
+            here = sum(rewrite(o, blobs) for o in ops if takes(o))
             if here:
                 remove_unused_ops(fop, set())
-            folded += here
-    if folded:
-        log.debug("folded %d constant graph op(s)", folded)
-    return folded
+            done += here
+    return done
 
 
 def _foldable(op: ir.Operation) -> bool:
