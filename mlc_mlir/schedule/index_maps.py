@@ -256,14 +256,34 @@ def _simplify(op: ir.Operation) -> bool:
     return changed
 
 
-def _digits(ranges: _Ranges, d: int, sizes: list[int]) -> list[_Lin]:
-    """The forms of dim ``d``'s digits in mixed radix ``sizes`` (outermost first)."""
-    dim = _make({("d", d): 1}, 0)
+def _digits(ranges: _Ranges, lin: _Lin, sizes: list[int]) -> list[_Lin]:
+    """The forms of the digits of ``lin`` (a dim's form, or any linear form) in mixed radix
+    ``sizes`` (outermost first)."""
     out, stride = [], 1
     for size in reversed(sizes):
-        out.append(ranges.mod(ranges.floordiv(dim, stride), size))
+        out.append(ranges.mod(ranges.floordiv(lin, stride), size))
         stride *= size
     return out[::-1]
+
+
+def _linear_index(ranges: _Ranges, forms: list[_Lin], sizes: list[int | None], inner: int | None) -> _Lin | None:
+    """The linear index ``e`` whose digits in mixed radix ``sizes`` ``forms`` are, with
+    ``0 <= e < prod(sizes)`` and the innermost loop's dim ``inner`` a term of it at unit
+    stride (a convolution's tiled im2col reading the padded input at ``[c, e floordiv WP, e
+    mod WP]``, ``e = ky * WP + kx + 16 * tile + lane``: the input viewed flat, read at ``e``,
+    consecutive along the lanes); else None. A single dim is :func:`_collapse_digits`' first
+    case; here ``e`` is the operand of the last digit's ``mod``. (A linear index of outer
+    dims only, BERT's keys transposed per head through a reshape, stays a gather for the
+    rules' transposing tiles.)"""
+    if None in sizes or len(forms[-1][0]) != 1 or forms[-1][1] or forms[-1][0][0][1] != 1:
+        return None
+    atom = forms[-1][0][0][0]
+    if atom[0] != "mod" or atom[2] != sizes[-1] or inner is None or (("d", inner), 1) not in atom[1][0]:
+        return None
+    lin = atom[1]
+    if not ranges.within(lin, math.prod(sizes)) or _digits(ranges, lin, sizes) != forms:
+        return None
+    return lin
 
 
 def _input_forms(op: ir.Operation, i: int, maps: list[ir.AffineMap],
@@ -278,13 +298,26 @@ def _input_forms(op: ir.Operation, i: int, maps: list[ir.AffineMap],
     return src, static_shape(src.type), forms
 
 
+def _reduced(value: ir.Value) -> bool:
+    """Whether ``value`` is the result of a generic with a reduction (a contraction): not
+    viewed at a linear index, since a view of its buffer stops the hoisting of its register
+    tile's accumulators (:mod:`mlc_mlir.compiler.vector_opt`); its reader stays a gather."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "linalg.generic":
+        return False
+    return any("reduction" in str(a) for a in ir.ArrayAttr(owner.operation.attributes["iterator_types"]))
+
+
 def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges: _Ranges) -> bool:
     """Input ``i`` read at the digits of one dim in consecutive dims (``col[r, p floordiv
     28, p mod 28]``: a collapse reshape) read through a ``tensor.collapse_shape`` view at
-    that dim; True if viewed."""
+    that dim, or at the digits of a linear index (:func:`_linear_index`) read through the
+    view at that index; True if viewed."""
     src, shape, forms = _input_forms(op, i, maps, ranges)
     if forms is None:
         return False
+    last = maps[-1].results[-1] if maps[-1].results else None
+    inner = last.position if isinstance(last, ir.AffineDimExpr) else None
     groups: list[list[int]] = []
     results: list[ir.AffineExpr] = []
     k = 0
@@ -295,9 +328,15 @@ def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges:
             sizes = shape[k:k + m]
             d = next(iter(dims)) if len(dims) == 1 else None
             if (d is not None and None not in sizes and ranges.extents[d] == math.prod(sizes)
-                    and _digits(ranges, d, sizes) == forms[k:k + m]):
+                    and _digits(ranges, _make({("d", d): 1}, 0), sizes) == forms[k:k + m]):
                 groups.append(list(range(k, k + m)))
                 results.append(ir.AffineDimExpr.get(d))
+                k += m
+                break
+            lin = None if _reduced(src) else _linear_index(ranges, forms[k:k + m], sizes, inner)
+            if lin is not None:
+                groups.append(list(range(k, k + m)))
+                results.append(_expr(lin))
                 k += m
                 break
         else:

@@ -86,7 +86,7 @@ def conv2d(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation:
 
 def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation: Any = 1, *,
                 gather: bool = False, kernel_size: Any = None, band_rows: int | None = None,
-                pixels_as_rows: bool = False) -> Any:
+                pixels_as_rows: bool = False, pixel_tile: int | None = None) -> Any:
     """:func:`conv2d` with ``groups == 1`` as im2col + a contraction (same results).
 
     Four computes: ``pad`` (if any), ``im2col`` (``col[c, ky, kx, p]`` = the input pixel
@@ -127,10 +127,16 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     convolution at 14 x 14 as gemms, one thread, interleaved: 67-71 GFLOP/s this way
     against 41-45 with the pixels as columns (see :mod:`mlc_mlir.graph.transform.conv_weights`).
 
+    ``pixel_tile=L`` (a flattened kernel, stride 1): im2col packed in tiles of ``L`` *wide*
+    pixels (:func:`_tiled_gemm`): ``col[t, k, l]``, the contraction ``y[f, t, l]`` reading
+    each tile's ``K x L`` panel contiguously.
+
     Raises:
         TEError: as :func:`conv2d`; a rank-2 kernel without ``kernel_size`` or whose
             columns are not ``C * KH * KW``; ``band_rows`` that do not divide the output rows;
-            ``pixels_as_rows`` with a rank-4 kernel or with ``band_rows``.
+            ``pixels_as_rows`` with a rank-4 kernel or with ``band_rows``; ``pixel_tile``
+            with a rank-4 kernel, a stride other than 1, ``band_rows`` or ``pixels_as_rows``,
+            or not a positive int.
     """
     check_tensor(data, "nn.conv2d_gemm", "data")
     check_tensor(kernel, "nn.conv2d_gemm", "kernel")
@@ -165,6 +171,12 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
                       f"rows, got {band_rows!r}")
     if pixels_as_rows and (not flat or band_rows is not None):
         raise TEError("topi.nn.conv2d_gemm: pixels_as_rows needs a flattened kernel (C * KH * KW, F) and no band_rows")
+    if pixel_tile is not None and (not flat or (sh, sw) != (1, 1) or band_rows is not None or pixels_as_rows
+                                   or not isinstance(pixel_tile, int) or pixel_tile < 1):
+        raise TEError(f"topi.nn.conv2d_gemm: pixel_tile needs a flattened kernel (F, C * KH * KW), stride 1, no "
+                      f"band_rows and no pixels_as_rows, and must be a positive int, got {pixel_tile!r}")
+    if pixel_tile is not None:
+        return _tiled_gemm(data, kernel, pads, (kh, kw), (dh, dw), (oh, ow), pixel_tile, gather)
     src = data if gather else pad_hw(data, pads, 0.0, named=False)  # a generic, fused into im2col
     pixels = oh * ow
     rc, ry, rx = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
@@ -207,6 +219,59 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     y = te.compute((n, f, pixels), lambda b, o, p: te.sum(kernel[o, rc, ry, rx] * col[b, rc, ry, rx, p],
                                                           axis=[rc, ry, rx]), name="conv2d_gemm")
     return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, i * ow + j], name="conv2d")
+
+
+def _tiled_gemm(data: Any, kernel: Any, pads: tuple[int, int, int, int], ksize: tuple[int, int],
+                dil: tuple[int, int], out: tuple[int, int], tile: int, gather: bool) -> Any:
+    """A stride-1 convolution with a flattened kernel ``(F, K)`` as a contraction over packed
+    tiles of *wide* pixels: output pixel ``(i, j)`` is wide pixel ``q = i * WP + j`` of the
+    padded input's width ``WP``, and tap ``(c, ky, kx)`` of wide pixel ``q`` is element
+    ``ky * DH * WP + kx * DW + q`` of channel ``c`` of the padded input read flat. So a tile
+    of ``L`` consecutive wide pixels reads ``L`` consecutive elements per tap, whatever the
+    rows it spans: im2col ``col[(n,) t, k, l]`` is a copy of contiguous runs, laid out so
+    that the contraction ``y[(n,) f, t, l] = sum(kernel[f, k] * col[t, k, l])`` reads each
+    tile's ``K x L`` panel contiguously (the panel of a BLAS kernel's packed B), and the
+    rules compute each tile's im2col just before its gemm (the tile dim is read by B and the
+    result only, as a band is). ``conv2d`` copies the ``OW`` real pixels of each row of
+    ``y`` (viewed ``(F, T * L)``) to NCHW; the ``WP - OW`` wide pixels per row past the
+    output (and the last tile's tail) are computed and dropped. The input gets zero rows
+    below its padding so that the last tile's taps stay inside it (the index maps view
+    the padded input flat, :mod:`mlc_mlir.schedule.index_maps`)."""
+    top, left, bottom, right = pads
+    (kh, kw), (dh, dw), (oh, ow) = ksize, dil, out
+    n = data.shape[0]
+    c, h, w = data.shape[1:]
+    f, k = kernel.shape  # (k = c * kh * kw)
+    wp = w + left + right
+    tiles = -(-oh * wp // tile)
+    last = (kh - 1) * dh * wp + (kw - 1) * dw + tiles * tile  # one past the last element read
+    extra = max(0, -(-last // wp) - (h + top + bottom))
+    padded = pad_hw(data, (top, left, bottom + extra, right), 0.0, named=False)
+    one = te.reduce_axis((0, 1), "one")
+
+    def read(b: Any, t: Any, ch: Any, ky: Any, kx: Any, lane: Any) -> Any:
+        q = ky * (dh * wp) + kx * dw + t * tile + lane
+        value = padded[b, ch, q // wp, q % wp]
+        return value if gather else te.sum(value, axis=one)
+
+    def tap(rk: Any) -> tuple[Any, Any, Any]:
+        return rk // (kh * kw), rk // kw % kh, rk % kw
+
+    rk = te.reduce_axis((0, k), "rk")
+    if isinstance(n, int) and n == 1:
+        col = te.compute((tiles, c, kh, kw, tile), lambda t, ch, ky, kx, lane: read(0, t, ch, ky, kx, lane),
+                         name="im2col")
+        y = te.compute((f, tiles, tile), lambda o, t, lane: te.sum(kernel[o, rk] * col[(t, *tap(rk), lane)], axis=rk),
+                       name="conv2d_gemm")
+        return te.compute((n, f, oh, ow), lambda b, o, i, j: y[o, (i * wp + j) // tile, (i * wp + j) % tile],
+                          name="conv2d")
+    col = te.compute((n, tiles, c, kh, kw, tile), lambda b, t, ch, ky, kx, lane: read(b, t, ch, ky, kx, lane),
+                     name="im2col")
+    y = te.compute((n, f, tiles, tile),
+                   lambda b, o, t, lane: te.sum(kernel[o, rk] * col[(b, t, *tap(rk), lane)], axis=rk),
+                   name="conv2d_gemm")
+    return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, (i * wp + j) // tile, (i * wp + j) % tile],
+                      name="conv2d")
 
 
 def _column_phases(data: Any, pads: tuple[int, int, int, int], sw: int) -> Any:

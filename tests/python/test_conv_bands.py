@@ -2,7 +2,9 @@
 ``(N, F, OH / R, R * OW)`` per band, each band's im2col computed just before its gemm
 (``topi.nn.conv2d_gemm(band_rows=R)``, chosen by the default schedule's convolution strategy
 for a batch of images whose im2col is large); the result viewed in NCHW through an
-expand + collapse; equal to torch, with the epilogue (bias, residual add, ReLU) per image."""
+expand + collapse; equal to torch, with the epilogue (bias, residual add, ReLU) per image.
+And one image's stride-1 convolution in packed tiles of wide pixels
+(``topi.nn.conv2d_gemm(pixel_tile=L)``), each tile's im2col just before its gemm."""
 
 import numpy as np
 import pytest
@@ -102,12 +104,11 @@ module {{
     return mlc.Module.parse(src)
 
 
-@pytest.mark.parametrize("batch", [2, 1])
+@pytest.mark.parametrize("batch", [2, 3])
 def test_resnet_block_in_bands_equals_torch(batch):
-    # 64 channels at 56 x 56: im2col (batch, 14, 576, 4, 56) (one image: (14, 576, 4, 56)),
-    # computed per band at the gemm's band loop; the bias + residual + ReLU per image (one
-    # image: after the gemm, reading its result through the expand + collapse views); equal
-    # to torch
+    # 64 channels at 56 x 56: im2col (batch, 14, 576, 4, 56), computed per band at the gemm's
+    # band loop; the bias + residual + ReLU per image; equal to torch (one image takes packed
+    # tiles of wide pixels instead: test_resnet_block_in_tiles_equals_torch)
     mod = _resnet_block(batch, 64, 56)
     text = str(window_strategies(mod))
     lead = f"{batch}x" if batch > 1 else ""
@@ -160,3 +161,75 @@ def test_contraction_rows_are_the_dim_the_kernel_reads():
         info = read_blocks(mod.mlir_module)[("g", "Y")]
     kind = contraction_of(info)
     assert (kind.i, kind.j, kind.batch) == (1, 3, (0, 2))
+
+
+def test_resnet_block_in_tiles_equals_torch():
+    # one image, stride 1 (topi.nn.conv2d_gemm(pixel_tile=16)): the input padded once with a
+    # zero row more below (56 + 2 + 1 rows of 58), im2col in 203 tiles of 16 wide pixels
+    # (56 x 58 = 3248 = 203 x 16) laid out (tile, C, KH, KW, 16), computed per tile at the
+    # gemm's tile loop, the gemm (F, tiles, 16), its 56 real pixels of each row copied to NCHW;
+    # the padded input viewed flat for im2col (affine reads), the gemm's result not (its
+    # register tile's accumulators stay in registers); equal to torch
+    mod = _resnet_block(1, 64, 56)
+    text = str(window_strategies(mod))
+    assert "tensor<1x64x59x58xf32>" in text and "tensor<203x64x3x3x16xf32>" in text, text
+    assert "tensor<64x203x16xf32>" in text and "into tensor<1x64x3422xf32>" in text, text
+    assert "x3248xf32>" not in text, text  # (no view of the gemm's result)
+    sch = Schedule(window_strategies(mod))
+    apply_rules(sch, "llvm -num-cores=2")
+    trace = str(sch.trace)
+    gemm_loops = next(ln for ln in trace.splitlines() if ln.startswith("l") and "get_loops(block=b0)" in ln)
+    tile_loop = gemm_loops.split(" = ")[0].split(", ")[1]  # loops (f, tile, lane, k)
+    assert f"loop={tile_loop})" in next(ln for ln in trace.splitlines() if "compute_at(" in ln), trace
+    rng = np.random.default_rng(4)
+    xv, rv = (rng.standard_normal((1, 64, 56, 56)).astype("float32") for _ in range(2))
+    wv = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype("float32")
+    bv = rng.standard_normal((1, 64, 1, 1)).astype("float32")
+    want = torch.relu(F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=1) + torch.from_numpy(bv)
+                      + torch.from_numpy(rv)).numpy()
+    out = np.full(want.shape, np.nan, "float32")
+    mlc.build(sch.mod)["k"](xv, wv, bv, rv, out)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("batch,c,h,w,f,k,pad,dil", [(1, 3, 9, 11, 5, 3, 1, 1), (2, 4, 7, 6, 8, 3, 0, 1),
+                                                     ("n", 2, 10, 9, 3, 5, 2, 1), (1, 3, 12, 13, 4, 3, 2, 2),
+                                                     (1, 2, 5, 5, 16, 1, 1, 1)])
+@pytest.mark.parametrize("tile", [16, 8])
+def test_tiled_conv2d_gemm_equals_torch(batch, c, h, w, f, k, pad, dil, tile):
+    # odd sizes, no padding, a dilated 3x3, a 5x5, a padded 1x1, a batch and a symbolic one;
+    # unscheduled and under the default rules (gather or padded copy alike)
+    x = te.placeholder((batch, c, h, w), name="x")
+    wt = te.placeholder((f, c * k * k), name="w")
+    n = 2 if batch == "n" else batch
+    rng = np.random.default_rng(6)
+    xv = rng.standard_normal((n, c, h, w)).astype("float32")
+    wv = rng.standard_normal((f, c, k, k)).astype("float32")
+    want = F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=pad, dilation=dil).numpy()
+    for gather in (True, False):
+        y = topi.nn.conv2d_gemm(x, wt, 1, pad, dil, gather=gather, kernel_size=(k, k), pixel_tile=tile)
+        assert y.shape[2:] == want.shape[2:]
+        mod = te.create_prim_func([x, wt, y], name="conv")
+        for scheduled in (mod, default_schedule(mod)):
+            out = np.full(want.shape, np.nan, "float32")
+            mlc.build(scheduled)["conv"](xv, wv.reshape(f, -1), out)
+            np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_pixel_tile_errors():
+    x, w = te.placeholder((1, 3, 12, 12), name="x"), te.placeholder((8, 27), name="w")
+    for kwargs in ({"pixel_tile": 0}, {"pixel_tile": 16, "band_rows": 2}, {"pixel_tile": 4.0}):
+        with pytest.raises(TEError, match="pixel_tile"):
+            topi.nn.conv2d_gemm(x, w, 1, 1, 1, kernel_size=(3, 3), **kwargs)
+    with pytest.raises(TEError, match="pixel_tile.*stride 1"):
+        topi.nn.conv2d_gemm(x, w, 2, 1, 1, kernel_size=(3, 3), pixel_tile=16)
+    with pytest.raises(TEError, match="pixel_tile"):
+        topi.nn.conv2d_gemm(x, te.placeholder((8, 3, 3, 3), name="k"), 1, 1, 1, pixel_tile=16)
+
+
+@pytest.mark.parametrize("batch,hw,tiled", [(1, 56, True), (1, 28, True), (1, 7, False), (2, 28, False)])
+def test_tiles_for_one_image_where_they_waste_little(batch, hw, tiled):
+    # 56 x 58 wide pixels for 56 x 56 (3.6% more), 28 x 30 in 53 tiles (8%): tiles; 7 x 9 in
+    # 4 tiles (64 for 49): no tiles; a batch: no tiles (bands or whole images)
+    text = str(window_strategies(_resnet_block(batch, 8, hw)))
+    assert (f"x8x3x3x16xf32>" in text) == tiled, text
