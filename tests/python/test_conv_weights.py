@@ -18,8 +18,8 @@ from mlc_mlir.schedule.rules import apply_rules, window_strategies
 
 
 class Net(torch.nn.Module):
-    """3x3 convolutions to 14 x 14 (stride 1 and 2, taken), a residual add, a 1x1 and a
-    7 x 7 output (left alone)."""
+    """3x3 convolutions to 14 x 14 (stride 1 and 2, taken), a residual add, a 1x1 (left
+    alone) and a 7 x 7 output whose im2col is small (taken)."""
 
     def __init__(self):
         super().__init__()
@@ -49,14 +49,15 @@ def test_pass_transposes_the_qualifying_weights_only():
     _, _, mod = _graph(1)
     out = transpose_conv_weights(opt.optimize(mod, opt_level=0))
     perms = _ops(out, "mlc.permute_dims")
-    # a (8 -> 16, 14 x 14) and b (16 -> 16, 14 x 14); not c (1x1) nor d (7 x 7)
-    assert len(perms) == 2 and all("axes = array<i64: 3, 0, 1, 2>" in p for p in perms)
+    # a (8 -> 16, 14 x 14), b (16 -> 16, 14 x 14) and d (24 -> 16, 7 x 7: a 42 KB im2col); not c (1x1)
+    assert len(perms) == 3 and all("axes = array<i64: 3, 0, 1, 2>" in p for p in perms)
     assert any("tensor<8x3x3x16xf32>" in line for line in _ops(out, "mlc.constant"))
     assert not _ops(mod, "mlc.permute_dims")  # the input is left untouched
     assert pixels_as_rows((1, 256, 14, 14), (256, 256, 3, 3))
     assert not pixels_as_rows((1, 256, 14, 14), (256, 256, 1, 1))
     assert not pixels_as_rows((1, 64, 56, 56), (64, 64, 3, 3))
-    assert not pixels_as_rows((1, 512, 7, 7), (512, 512, 3, 3))
+    assert not pixels_as_rows((1, 512, 7, 7), (512, 512, 3, 3))  # a 903 KB im2col
+    assert pixels_as_rows((1, 512, 7, 7), (512, 256, 3, 3))  # 451 KB: ResNet-18's stride-2 layer
     assert not pixels_as_rows((1, 20, 14, 14), (20, 8, 3, 3))  # channels no multiple of 8
 
 

@@ -28,8 +28,9 @@ transpose is dead: nothing is transposed at run time. (Folding constants again a
 would undo it, at no cost but the speed.)
 
 Taken (:func:`pixels_as_rows`): ``groups == 1`` convolutions of a constant float32 OIHW
-weight, not 1x1, whose output has more than :data:`MIN_PIXELS` pixels per image, no multiple
-of :data:`PIXEL_TILE`, and a multiple of :data:`CHANNEL_MULTIPLE` output channels.
+weight, not 1x1, whose output has more than :data:`MIN_PIXELS` pixels per image (or an
+im2col of at most :data:`SMALL_IM2COL_BYTES`), no multiple of :data:`PIXEL_TILE`, and a
+multiple of :data:`CHANNEL_MULTIPLE` output channels.
 """
 
 from __future__ import annotations
@@ -45,13 +46,20 @@ from ..builder.emit import constant_attr
 from ..ir.analysis import clone_module
 from .fold_constant import constant_op, constant_value, rewrite_graph_ops
 
-__all__ = ["transpose_conv_weights", "pixels_as_rows", "MIN_PIXELS", "PIXEL_TILE", "CHANNEL_MULTIPLE", "AXES"]
+__all__ = ["transpose_conv_weights", "pixels_as_rows", "MIN_PIXELS", "SMALL_IM2COL_BYTES", "PIXEL_TILE",
+           "CHANNEL_MULTIPLE", "AXES"]
 
 log = logging.getLogger("mlc_mlir.graph.conv_weights")
 
 #: pixels per image above which the pixels-as-rows form is taken (7 x 7 = 49 measured mixed:
 #: 512 x 4608 x 49 57 against 46 GFLOP/s the other way, 512 x 2304 x 49 41 against 49)
 MIN_PIXELS = 64
+#: ... or at most that many whose im2col (float32, one image) is at most this many bytes:
+#: it stays in a 512 KB L2 while the gemm re-reads it for each block of output channels.
+#: ResNet-18's 256 -> 512 stride-2 layer (2304 x 49, 451 KB), one image, interleaved in one
+#: process: 2.75 -> 2.30 ms on one thread, 1.97 -> 1.67 on two, batch 8 29.9 -> 25.7 ms; its
+#: 512-channel layers at 7 x 7 (903 KB) not: 5.6 -> 8.0 ms
+SMALL_IM2COL_BYTES = 512 << 10
 #: the columns of the AVX2 register tile: a multiple of it keeps the pixels as columns
 #: (3136 and 784 pixels: 48 / 48 and 66 / 47 GFLOP/s, pixels as columns / as rows)
 PIXEL_TILE = 16
@@ -67,8 +75,9 @@ def pixels_as_rows(out_shape: tuple[int, ...], weight_shape: tuple[int, ...]) ->
     convolutions at 14 x 14 measured the same at batch 1 and 7-14% slower at batch 8 (one
     thread, old / new builds interleaved in one process)."""
     pixels = out_shape[2] * out_shape[3]
-    return (pixels > MIN_PIXELS and pixels % PIXEL_TILE != 0 and weight_shape[0] % CHANNEL_MULTIPLE == 0
-            and weight_shape[2] * weight_shape[3] > 1)
+    im2col = weight_shape[1] * weight_shape[2] * weight_shape[3] * pixels * 4
+    return ((pixels > MIN_PIXELS or im2col <= SMALL_IM2COL_BYTES) and pixels % PIXEL_TILE != 0
+            and weight_shape[0] % CHANNEL_MULTIPLE == 0 and weight_shape[2] * weight_shape[3] > 1)
 
 
 def transpose_conv_weights(mod: Module) -> Module:
