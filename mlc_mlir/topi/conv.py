@@ -128,8 +128,8 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     against 41-45 with the pixels as columns (see :mod:`mlc_mlir.graph.transform.conv_weights`).
 
     ``pixel_tile=L`` (a flattened kernel, stride 1): im2col packed in tiles of ``L`` *wide*
-    pixels (:func:`_tiled_gemm`): ``col[t, k, l]``, the contraction ``y[f, t, l]`` reading
-    each tile's ``K x L`` panel contiguously.
+    pixels (:func:`_tiled_gemm`): ``col[t, c, ky, kx, l]``, the contraction ``y[f, t, l]``
+    reading each tile's ``K x L`` panel contiguously.
 
     Raises:
         TEError: as :func:`conv2d`; a rank-2 kernel without ``kernel_size`` or whose
@@ -228,15 +228,17 @@ def _tiled_gemm(data: Any, kernel: Any, pads: tuple[int, int, int, int], ksize: 
     padded input's width ``WP``, and tap ``(c, ky, kx)`` of wide pixel ``q`` is element
     ``ky * DH * WP + kx * DW + q`` of channel ``c`` of the padded input read flat. So a tile
     of ``L`` consecutive wide pixels reads ``L`` consecutive elements per tap, whatever the
-    rows it spans: im2col ``col[(n,) t, k, l]`` is a copy of contiguous runs, laid out so
-    that the contraction ``y[(n,) f, t, l] = sum(kernel[f, k] * col[t, k, l])`` reads each
-    tile's ``K x L`` panel contiguously (the panel of a BLAS kernel's packed B), and the
-    rules compute each tile's im2col just before its gemm (the tile dim is read by B and the
-    result only, as a band is). ``conv2d`` copies the ``OW`` real pixels of each row of
-    ``y`` (viewed ``(F, T * L)``) to NCHW; the ``WP - OW`` wide pixels per row past the
-    output (and the last tile's tail) are computed and dropped. The input gets zero rows
-    below its padding so that the last tile's taps stay inside it (the index maps view
-    the padded input flat, :mod:`mlc_mlir.schedule.index_maps`)."""
+    rows it spans: im2col ``col[(n,) t, c, ky, kx, l]`` is a copy of contiguous runs (the
+    index maps view the padded input flat, :mod:`mlc_mlir.schedule.index_maps`), laid out so
+    that the contraction ``y[(n,) f, t, l] = sum(kernel[f, k] * col[t, k, l])`` (``col``
+    read through a view with ``k = (c, ky, kx)``) reads each tile's ``K x L`` panel
+    contiguously (the panel of a BLAS kernel's packed B), and the rules compute each tile's
+    im2col just before its gemm (the tile dim is read by B and the result only, as a band
+    is). ``conv2d`` copies the ``OW`` real pixels of each row of ``y`` (read at
+    ``q // L, q % L``, a gather: a view of ``y`` would keep the gemm's accumulators in
+    memory) to NCHW; the ``WP - OW`` wide pixels per row past the output (and the last
+    tile's tail) are computed and dropped. The input gets zero rows below its padding so
+    that the last tile's taps stay inside it."""
     top, left, bottom, right = pads
     (kh, kw), (dh, dw), (oh, ow) = ksize, dil, out
     n = data.shape[0]
