@@ -40,9 +40,14 @@ def test_banded_conv2d_gemm_equals_torch(batch, c, hw, f, rows, stride):
     xv = rng.standard_normal((n, c, hw, hw)).astype("float32")
     wv = rng.standard_normal((f, c, 3, 3)).astype("float32")
     want = F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), stride=stride, padding=1).numpy()
+    _check_unscheduled_and_default(mod, xv, wv, want)
+
+
+def _check_unscheduled_and_default(mod, xv, wv, want):
+    """``mod`` (``conv(x, w flattened, out)``) as it is and under the default rules equals ``want``."""
     for scheduled in (mod, default_schedule(mod)):
         out = np.full(want.shape, np.nan, "float32")
-        mlc.build(scheduled)["conv"](xv, wv.reshape(f, -1), out)
+        mlc.build(scheduled)["conv"](xv, wv.reshape(wv.shape[0], -1), out)
         np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
@@ -209,11 +214,7 @@ def test_tiled_conv2d_gemm_equals_torch(batch, c, h, w, f, k, pad, dil, tile):
     for gather in (True, False):
         y = topi.nn.conv2d_gemm(x, wt, 1, pad, dil, gather=gather, kernel_size=(k, k), pixel_tile=tile)
         assert y.shape[2:] == want.shape[2:]
-        mod = te.create_prim_func([x, wt, y], name="conv")
-        for scheduled in (mod, default_schedule(mod)):
-            out = np.full(want.shape, np.nan, "float32")
-            mlc.build(scheduled)["conv"](xv, wv.reshape(f, -1), out)
-            np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+        _check_unscheduled_and_default(te.create_prim_func([x, wt, y], name="conv"), xv, wv, want)
 
 
 def test_pixel_tile_errors():
