@@ -18,6 +18,7 @@ with a log line saying why.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import numpy as np
 from mlir import ir
@@ -45,8 +46,9 @@ def keep_faster_kernels(default: Module, tuned: Module, names: list[str], target
     if inputs is None or not names:
         return tuned
     try:
-        before = _time_model(default, inputs, target)
-        best = _time_model(tuned, inputs, target)
+        default_timer = _model_timer(default, target)  # (built once: timed before and after)
+        before = default_timer(inputs)
+        best = _model_timer(tuned, target)(inputs)
     except MlcError as exc:  # the tuned model does not build or run: keep what tune_model made
         log.warning("tune_model: the tuned model could not be timed (%s); kernels kept as tuned", exc)
         return tuned
@@ -58,12 +60,12 @@ def keep_faster_kernels(default: Module, tuned: Module, names: list[str], target
             attrs = trial[name].op.attributes
             if tuned_attr in attrs:
                 del attrs[tuned_attr]
-        secs = _time_model(trial, inputs, target)
+        secs = _model_timer(trial, target)(inputs)
         if secs < best * (1 - MARGIN):
             log.info("tune_model: @%s given back to the default rules: the model runs %.1f us with it, %.1f us "
                      "tuned", name, secs * 1e6, best * 1e6)
             current, best = trial, secs
-    baseline = min(before, _time_model(default, inputs, target))
+    baseline = min(before, default_timer(inputs))
     if best >= baseline * (1 - MARGIN):
         log.info("tune_model: every kernel given back to the default rules: the model runs %.1f us tuned, %.1f us "
                  "with the rules' kernels", best * 1e6, baseline * 1e6)
@@ -96,8 +98,9 @@ def _inputs(mod: Module) -> list[np.ndarray] | None:
     return arrays
 
 
-def _time_model(mod: Module, arrays: list[np.ndarray], target: str) -> float:
-    """Seconds per call of the compiled ``main`` (the runtime's ``time_evaluator``: arguments
-    marshalled once; the best of WINDOWS repeats of at least WINDOW_MS each)."""
+def _model_timer(mod: Module, target: str) -> Callable[[list[np.ndarray]], float]:
+    """``mod`` built once for ``target``; the function returned times its compiled ``main``
+    on arrays: seconds per call (the runtime's ``time_evaluator``: arguments marshalled
+    once; the best of WINDOWS repeats of at least WINDOW_MS each)."""
     timer = build(mod, target).rt.time_evaluator("main", number=1, repeat=WINDOWS, min_repeat_ms=WINDOW_MS)
-    return timer(*arrays).min
+    return lambda arrays: timer(*arrays).min
