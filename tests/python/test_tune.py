@@ -253,8 +253,10 @@ def test_model_check_gives_everything_back_unless_the_tuned_model_is_faster(tmp_
     defaults = iter([0.91, 0.95])
     seen = []
     clock = _scripted_clock({(): 1.0, ("te_linear",): 0.99, ("te_relu",): 0.9, ("te_relu", "te_linear1"): 0.95}, seen)
-    monkeypatch.setattr(model_check, "_model_timer",
-                        lambda m, t: (lambda i: next(defaults)) if "mlc.tuned" not in str(m) else (lambda i: clock(m, i, t)))
+    def timer(m, t):
+        return (lambda i: next(defaults)) if "mlc.tuned" not in str(m) else (lambda i: clock(m, i, t))
+
+    monkeypatch.setattr(model_check, "_model_timer", timer)
     out = model_check.keep_faster_kernels(mod, tuned, list(every), TARGET, "mlc.tuned")
     assert seen == [(), ("te_linear",), ("te_relu",), ("te_relu", "te_linear1")]
     assert "mlc.tuned" not in str(out) and str(out) == str(mod) and out is not mod
