@@ -311,13 +311,15 @@ def _reduced(value: ir.Value) -> bool:
 def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges: _Ranges) -> bool:
     """Input ``i`` read at the digits of one dim in consecutive dims (``col[r, p floordiv
     28, p mod 28]``: a collapse reshape) read through a ``tensor.collapse_shape`` view at
-    that dim, or at the digits of a linear index (:func:`_linear_index`) read through the
-    view at that index; True if viewed."""
+    that dim, or at the digits of a linear index (:func:`_linear_index`; by a block without
+    reductions: a contraction's operands stay plain) read through the view at that index;
+    True if viewed."""
     src, shape, forms = _input_forms(op, i, maps, ranges)
     if forms is None:
         return False
     last = maps[-1].results[-1] if maps[-1].results else None
     inner = last.position if isinstance(last, ir.AffineDimExpr) else None
+    reduces = any("reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"]))
     groups: list[list[int]] = []
     results: list[ir.AffineExpr] = []
     k = 0
@@ -333,7 +335,7 @@ def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges:
                 results.append(ir.AffineDimExpr.get(d))
                 k += m
                 break
-            lin = None if _reduced(src) else _linear_index(ranges, forms[k:k + m], sizes, inner)
+            lin = None if _reduced(src) or reduces else _linear_index(ranges, forms[k:k + m], sizes, inner)
             if lin is not None:
                 groups.append(list(range(k, k + m)))
                 results.append(_expr(lin))
