@@ -117,10 +117,8 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
     pointwise = (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads)
     oh, ow = (static_shape(conv.results[0].type)[i] for i in (2, 3))
     wp = dshape[3] + pads[1] + pads[3]
-    # (a padded width of exactly one tile: the copy to NCHW would read y's rows plainly but
-    # only OW of their 16 lanes, which linalg's verifier refuses once the index maps fold it)
     tiled = TILE_PIXELS if (not pointwise and transposed is None and strides == (1, 1) and dshape[0] == 1
-                            and wp != TILE_PIXELS and _wide_pixels(oh, wp) <= MAX_WIDE * oh * ow) else None
+                            and _wide_pixels(oh, wp) <= MAX_WIDE * oh * ow) else None
     bands = None if pointwise or transposed is not None or tiled else band_rows(c * kh * kw, oh, ow)
     if pointwise:  # im2col would copy the input as it is: the contraction reads it viewed (C, H * W)
         batch = "n" if dshape[0] is None else dshape[0]

@@ -162,6 +162,20 @@ class _Ranges:
         return _make({("mod", lin, c): 1}, 0)
 
 
+def _partial_dim(forms: list[_Lin], shape: list[int | None], extents: list[int | None]) -> bool:
+    """Whether a folded map would read some dim of the operand plainly at a loop dim of a
+    smaller extent (``y[o, t, (i * 16 + j) mod 16]`` with ``j < 14`` folded to ``y[o, i, j]``
+    of a dim of 16): linalg infers the loop's range from every plain read, so the generic
+    would not verify (and its whole function would keep its maps unfolded)."""
+    for f, size in zip(forms, shape):
+        terms, const = f
+        if len(terms) == 1 and not const and terms[0][1] == 1 and terms[0][0][0] == "d":
+            ext = extents[terms[0][0][1]]
+            if ext is not None and size is not None and ext != size:
+                return True
+    return False
+
+
 def _expr(lin: _Lin) -> ir.AffineExpr:
     out = ir.AffineConstantExpr.get(lin[1]) if lin[1] or not lin[0] else None
     for atom, coef in lin[0]:
@@ -210,14 +224,14 @@ def _simplify(op: ir.Operation) -> bool:
     ranges, unknown = _Ranges(_extents(maps, shapes, ndims)), _Ranges([None] * ndims, fold=False)
     changed = False
     new_maps = []
-    for m in maps:
+    for m, shape in zip(maps, shapes):
         try:
             forms = [ranges.form(e) for e in m.results]
         except _NotLinear:
             new_maps.append(m)
             continue
-        if forms == [unknown.form(e) for e in m.results]:
-            new_maps.append(m)  # the ranges fold nothing: the map as it was
+        if forms == [unknown.form(e) for e in m.results] or _partial_dim(forms, shape, ranges.extents):
+            new_maps.append(m)  # the ranges fold nothing (or nothing linalg accepts): the map as it was
             continue
         changed = True
         new_maps.append(ir.AffineMap.get(ndims, 0, [_expr(f) for f in forms]))
