@@ -312,14 +312,16 @@ def _input_forms(op: ir.Operation, i: int, maps: list[ir.AffineMap],
     return src, static_shape(src.type), forms
 
 
-def _reduced(value: ir.Value) -> bool:
-    """Whether ``value`` is the result of a generic with a reduction (a contraction): not
-    viewed at a linear index, since a view of its buffer stops the hoisting of its register
-    tile's accumulators (:mod:`mlc_mlir.compiler.vector_opt`); its reader stays a gather."""
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "linalg.generic":
+def _reduces(op: ir.Operation | ir.Block) -> bool:
+    """Whether ``op`` is a generic with a reduction (a contraction). Its operands are not
+    viewed at a linear index (the rules tile only plain reads), nor is its result (a view of
+    its buffer stops the hoisting of its register tile's accumulators,
+    :mod:`mlc_mlir.compiler.vector_opt`: its reader stays a gather)."""
+    if isinstance(op, ir.Block):
         return False
-    return any("reduction" in str(a) for a in ir.ArrayAttr(owner.operation.attributes["iterator_types"]))
+    op = op.operation
+    return op.name == "linalg.generic" and any("reduction" in str(a)
+                                               for a in ir.ArrayAttr(op.attributes["iterator_types"]))
 
 
 def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges: _Ranges) -> bool:
@@ -333,7 +335,7 @@ def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges:
         return False
     last = maps[-1].results[-1] if maps[-1].results else None
     inner = last.position if isinstance(last, ir.AffineDimExpr) else None
-    reduces = any("reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"]))
+    linear = not _reduces(op) and not _reduces(src.owner)  # (:func:`_reduces`)
     groups: list[list[int]] = []
     results: list[ir.AffineExpr] = []
     k = 0
@@ -349,7 +351,7 @@ def _collapse_digits(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges:
                 results.append(ir.AffineDimExpr.get(d))
                 k += m
                 break
-            lin = None if _reduced(src) or reduces else _linear_index(ranges, forms[k:k + m], sizes, inner)
+            lin = _linear_index(ranges, forms[k:k + m], sizes, inner) if linear else None
             if lin is not None:
                 groups.append(list(range(k, k + m)))
                 results.append(_expr(lin))

@@ -172,7 +172,8 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     if pixels_as_rows and (not flat or band_rows is not None):
         raise TEError("topi.nn.conv2d_gemm: pixels_as_rows needs a flattened kernel (C * KH * KW, F) and no band_rows")
     if pixel_tile is not None and (not flat or (sh, sw) != (1, 1) or band_rows is not None or pixels_as_rows
-                                   or not isinstance(pixel_tile, int) or pixel_tile < 1):
+                                   or not isinstance(pixel_tile, int) or isinstance(pixel_tile, bool)
+                                   or pixel_tile < 1):
         raise TEError(f"topi.nn.conv2d_gemm: pixel_tile needs a flattened kernel (F, C * KH * KW), stride 1, no "
                       f"band_rows and no pixels_as_rows, and must be a positive int, got {pixel_tile!r}")
     if pixel_tile is not None:

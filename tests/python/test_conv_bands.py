@@ -219,7 +219,7 @@ def test_tiled_conv2d_gemm_equals_torch(batch, c, h, w, f, k, pad, dil, tile):
 
 def test_pixel_tile_errors():
     x, w = te.placeholder((1, 3, 12, 12), name="x"), te.placeholder((8, 27), name="w")
-    for kwargs in ({"pixel_tile": 0}, {"pixel_tile": 16, "band_rows": 2}, {"pixel_tile": 4.0}):
+    for kwargs in ({"pixel_tile": 0}, {"pixel_tile": 16, "band_rows": 2}, {"pixel_tile": 4.0}, {"pixel_tile": True}):
         with pytest.raises(TEError, match="pixel_tile"):
             topi.nn.conv2d_gemm(x, w, 1, 1, 1, kernel_size=(3, 3), **kwargs)
     with pytest.raises(TEError, match="pixel_tile.*stride 1"):
