@@ -26,7 +26,8 @@ from .schedule import Schedule
 from .trace import BlockRV, LoopRV
 
 __all__ = ["LARGE_MACS", "K_BLOCK", "MIN_COLUMNS", "NC_BLOCK", "NC_LARGE_L2", "LARGE_L2", "KC_BLOCK", "K_UNROLL",
-           "NC_PEELED", "KC_PEELED", "FEW_COLUMNS_PANEL_BYTES", "FEW_ROWS", "is_large", "schedule_blocked"]
+           "NC_PEELED", "KC_PEELED", "FEW_COLUMNS_PANEL_BYTES", "FEW_ROWS", "PACKED_MIN_COLUMNS", "LINE_BYTES",
+           "is_large", "schedule_blocked"]
 
 #: contractions from this many multiply-adds (with a reduction of at least K_BLOCK and
 #: MIN_COLUMNS columns) get cache blocks (NC_BLOCK x KC_BLOCK panels of B, one block of
@@ -82,6 +83,24 @@ FEW_COLUMNS_PANEL_BYTES = 32 << 10
 #: batch 8, one thread, interleaved in one process: 3.7 / 4.9 ms against 4.3 / 6.3 blocked
 #: (at 28 x 28, rows 3 KB apart and no prefetch, blocked stays faster: 2.1 against 3.2)
 FEW_ROWS = 24
+#: a contraction of fewer than :data:`MIN_COLUMNS` columns but at least this many, whose B
+#: comes straight from the kernel's arguments with rows that do not start on cache lines
+#: (:func:`_b_rows_unaligned`) and fills more than a third of an L2 of less than
+#: :data:`LARGE_L2` (but stays in it), gets cache blocks too: the copied panel of B is
+#: contiguous and aligned, where the register-tile rule re-read B's rows from L2 for every
+#: row tile, half of its vectors across two cache lines. (On the 2 MB-L2 AVX-512 host the
+#: register-tile rule measured the faster with B in L2: :data:`FEW_COLUMNS`.) MobileNet-v2's
+#: 1x1 convolutions at batch 8 (per image a gemm of 196 or 49 columns on the input as it
+#: is; Zen 3, interleaved in one process), one thread: 576 -> 96 channels at 14 x 14 (with
+#: the residual add) 4.2 -> 2.9 ms and 4.6 -> 3.4, 384 -> 96 2.3 -> 2.0, 384 -> 64 1.5-1.6
+#: -> 1.3-1.4, 960 -> 320 at 7 x 7 6.0 -> 4.9, 960 -> 160 2.8 -> 2.4 (B 188-451 KB); two
+#: threads 4.6 -> 3.4, 1.6 -> 1.3, 1.5 -> 1.3, 3.1 -> 2.8, 1.45 -> 1.33. A smaller B stays
+#: in the register-tile rule: 192 -> 64 at 14 x 14 (150 KB) 1.09 -> 0.98 ms on one thread
+#: but 0.64 -> 0.69 on two; 160 -> 960 and 320 -> 1280 at 7 x 7 (31 and 63 KB) 1.38 ->
+#: 1.51 and 3.1 -> 3.4 on two
+PACKED_MIN_COLUMNS = 32
+#: cache line bytes: B's rows start on one when the row's bytes are a multiple of it
+LINE_BYTES = 64
 
 
 def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
@@ -100,7 +119,21 @@ def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
         return False
     l2 = tgt.l2_bytes
     b_bytes = k * cols * element_bytes(info)
-    return cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None and b_bytes > l2)
+    return (cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None and b_bytes > l2)
+            or (cols >= PACKED_MIN_COLUMNS and l2 is not None and l2 // 3 < b_bytes <= l2 < LARGE_L2
+                and _b_rows_unaligned(info, kind)))
+
+
+def _b_rows_unaligned(info: BlockInfo, kind: Contraction) -> bool:
+    """Whether B (the operand read at the columns) is a kernel argument, or a reshape of
+    one, read at ``[k, j]`` with rows that are not a whole number of cache lines
+    (:data:`LINE_BYTES`): a 1x1 convolution's input ``(C, H * W)`` per image."""
+    b = next(o for o, m in enumerate(info.maps[:info.n_inputs]) if kind.j in m)
+    src, bmap = info.sources[b], info.maps[b]
+    from_args = src.kind == "arg" or (src.kind == "value" and src.name in ("tensor.collapse_shape",
+                                                                           "tensor.expand_shape"))
+    row_bytes = info.extents[kind.j] * element_bytes(info)
+    return from_args and bmap[-1] == kind.j and bmap[-2:-1] == (kind.reduce[0],) and row_bytes % LINE_BYTES != 0
 
 
 @dataclass(frozen=True)

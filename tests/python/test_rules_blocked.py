@@ -415,3 +415,31 @@ def test_few_rows_over_rows_a_page_apart_stay_in_the_register_tile_rule(m, n, la
     out = np.full((b, m, n), np.nan, np.float32)
     mlc.build(sch.mod)["bmm"](a, bv, out)
     np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("k, n, l2, large", [(576, 196, 512 << 10, True),    # 1x1 conv 576 -> 96 at 14 x 14
+                                             (960, 49, 512 << 10, True),     # 960 -> 96 at 7 x 7
+                                             (576, 192, 512 << 10, False),   # rows of whole cache lines
+                                             (576, 196, 2 << 20, False),     # a 2 MB L2
+                                             (576, 196, None, False),        # L2 unknown
+                                             (960, 196, 512 << 10, False),   # B (735 KB) outgrows the L2
+                                             (192, 196, 512 << 10, False),   # B (150 KB) a third of it or less
+                                             (960, 28, 512 << 10, False)])   # fewer than 32 columns
+def test_b_of_unaligned_rows_from_the_arguments_is_packed(monkeypatch, k, n, l2, large):
+    """A 1x1 convolution's per-image gemms at batch 8 (96 x k x n, B the input as it is):
+    fewer than MIN_COLUMNS columns, but B's rows are not whole cache lines and B stays in
+    a small L2 (more than a third of it), so the blocked rule copies its panels (aligned, contiguous) instead of the
+    register-tile rule re-reading them for every row tile; not where B's rows are whole
+    cache lines, B outgrows the L2 or fills a third of it or less, the L2 is 1 MB or more or
+    unknown, or under 32 columns. Results equal NumPy."""
+    import mlc_mlir.target as target_mod
+    monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: l2)
+    m, b = 96, 8
+    sch = Schedule(batched_mm(b, m, k, n))
+    apply_rules(sch, "llvm -num-cores=1")
+    assert ("cache_read" in str(sch.trace)) == large, str(sch.trace)
+    rng = np.random.default_rng(8)
+    a, bv = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((b, k, n), dtype=np.float32)
+    out = np.full((b, m, n), np.nan, np.float32)
+    mlc.build(sch.mod)["bmm"](a, bv, out)
+    np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
