@@ -65,7 +65,8 @@ from ..ir import Module
 from ..irutil import symbol_ops, walk_ops
 from .rewrite_named import constant_fill, pad_hw_source, rename_blocks, rewrite_named, static_shape
 
-__all__ = ["convs_to_gemm", "band_rows", "CONV_OP", "BAND_MIN_BYTES", "BAND_MAX_PIXELS"]
+__all__ = ["convs_to_gemm", "band_rows", "takes_pixel_tiles", "MAX_WIDE", "MAX_WIDE_PARTIAL", "TILE_PIXELS", "CONV_OP",
+           "BAND_MIN_BYTES", "BAND_MAX_PIXELS"]
 
 CONV_OP = "linalg.conv_2d_nchw_fchw"
 #: an image's im2col over this size is computed in bands of output rows (:func:`band_rows`;
@@ -81,6 +82,12 @@ TILE_PIXELS = 16
 #: columns past the output, and the last tile's tail, are computed and dropped: 7 x 7
 #: outputs would compute 64 wide pixels for 49)
 MAX_WIDE = 1.1
+#: ... or this many where the output's pixels are no multiple of a tile (the contraction
+#: on the plain pixels would end in a partial tile; the graph pass would store the weights
+#: for the pixels as rows): ResNet-18's 256-channel 3x3 layers at 14 x 14 (224 wide pixels
+#: for 196), one image, interleaved in one process, against the pixels as rows: 4.03-4.06
+#: -> 3.69-3.82 ms on one thread, 2.84-3.04 -> 1.91-1.95 on two
+MAX_WIDE_PARTIAL = 1.2
 #: the kernel (F, C, KH, KW) viewed as (F, C * KH * KW)
 _ROWS_FLAT = [[0], [1, 2, 3]]
 
@@ -116,9 +123,8 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
     w = te.placeholder((f, c * kh * kw) if transposed is None else (c * kh * kw, f), name="kernel")
     pointwise = (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads)
     oh, ow = (static_shape(conv.results[0].type)[i] for i in (2, 3))
-    wp = dshape[3] + pads[1] + pads[3]
-    tiled = TILE_PIXELS if (not pointwise and transposed is None and strides == (1, 1) and dshape[0] == 1
-                            and _wide_pixels(oh, wp) <= MAX_WIDE * oh * ow) else None
+    tiled = TILE_PIXELS if transposed is None and takes_pixel_tiles(dshape[0], (kh, kw), strides, pads, dshape[3],
+                                                                   (oh, ow)) else None
     bands = None if pointwise or transposed is not None or tiled else band_rows(c * kh * kw, oh, ow)
     if pointwise:  # im2col would copy the input as it is: the contraction reads it viewed (C, H * W)
         batch = "n" if dshape[0] is None else dshape[0]
@@ -148,6 +154,22 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
                 ([ir.ShapedType.get_dynamic_size() if dshape[0] is None else dshape[0], c, pixels], [[0], [1], [2, 3]])
             data = tensor.CollapseShapeOp(ir.RankedTensorType.get(view[0], f32), data, view[1]).result
     return [data, flat, dest], hmod
+
+
+def takes_pixel_tiles(batch: int | None, kernel_hw: tuple[int, int], strides: tuple[int, ...],
+                      pads: tuple[int, int, int, int], in_width: int, out_hw: tuple[int, int]) -> bool:
+    """Whether a convolution (one image of width ``in_width``, padded ``(top, left, bottom,
+    right)``, to ``out_hw``) takes packed tiles of wide pixels (``topi.nn.conv2d_gemm``'s
+    ``pixel_tile``): one image, stride 1, not a 1x1 convolution without padding (its
+    contraction reads the input as it is), and tiles holding at most :data:`MAX_WIDE` times
+    the output pixels (:data:`MAX_WIDE_PARTIAL` where the pixels are no multiple of a
+    tile). The graph pass :mod:`mlc_mlir.graph.transform.conv_weights` leaves these
+    convolutions' weights as they are."""
+    (kh, kw), (oh, ow) = kernel_hw, out_hw
+    if batch != 1 or tuple(strides) != (1, 1) or ((kh, kw) == (1, 1) and not any(pads)):
+        return False
+    limit = MAX_WIDE if oh * ow % TILE_PIXELS == 0 else MAX_WIDE_PARTIAL
+    return _wide_pixels(oh, in_width + pads[1] + pads[3]) <= limit * oh * ow
 
 
 def _wide_pixels(oh: int, wp: int) -> int:

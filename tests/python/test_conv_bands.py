@@ -228,10 +228,13 @@ def test_pixel_tile_errors():
         topi.nn.conv2d_gemm(x, te.placeholder((8, 3, 3, 3), name="k"), 1, 1, 1, pixel_tile=16)
 
 
-@pytest.mark.parametrize("batch,hw,tiled", [(1, 56, True), (1, 28, True), (1, 7, False), (2, 28, False)])
+@pytest.mark.parametrize("batch,hw,tiled", [(1, 56, True), (1, 28, True), (1, 14, True), (1, 16, False),
+                                            (1, 7, False), (2, 28, False)])
 def test_tiles_for_one_image_where_they_waste_little(batch, hw, tiled):
-    # 56 x 58 wide pixels for 56 x 56 (3.6% more), 28 x 30 in 53 tiles (8%): tiles; 7 x 9 in
-    # 4 tiles (64 for 49): no tiles; a batch: no tiles (bands or whole images)
+    # 56 x 58 wide pixels for 56 x 56 (3.6% more), 28 x 30 in 53 tiles (8%): tiles; 14 x 16
+    # for 196 pixels (14%, but 196 is no multiple of 16 either: MAX_WIDE_PARTIAL): tiles;
+    # 16 x 18 for 256 (12.5%, whole tiles of plain pixels) and 7 x 9 in 4 tiles (64 for 49):
+    # no tiles; a batch: no tiles (bands or whole images)
     text = str(window_strategies(_resnet_block(batch, 8, hw)))
     assert (f"x8x3x3x16xf32>" in text) == tiled, text
 
@@ -243,7 +246,7 @@ def test_tiles_at_a_padded_width_of_one_tile(monkeypatch, hw):
     # not taken (the whole function otherwise kept its maps unfolded: im2col a gather, 27x
     # slower); im2col still reads the padded input viewed flat; equal to torch
     from mlc_mlir.schedule import conv_gemm
-    monkeypatch.setattr(conv_gemm, "MAX_WIDE", 2.0)  # (the waste alone would leave 14 x 14 untiled)
+    monkeypatch.setattr(conv_gemm, "MAX_WIDE_PARTIAL", 2.0)  # (the waste alone would leave 13 x 13 untiled)
     mod = _resnet_block(1, 8, hw)
     text = str(window_strategies(mod))
     assert "x8x3x3x16xf32>" in text and f"into tensor<1x8x{(hw + 3) * (hw + 2)}xf32>" in text, text

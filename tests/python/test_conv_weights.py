@@ -45,12 +45,15 @@ def _ops(mod, name):
     return [line for line in str(mod).splitlines() if f'"{name}"' in line]
 
 
-def test_pass_transposes_the_qualifying_weights_only():
-    _, _, mod = _graph(1)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_pass_transposes_the_qualifying_weights_only(batch):
+    _, _, mod = _graph(batch)
     out = transpose_conv_weights(opt.optimize(mod, opt_level=0))
     perms = _ops(out, "mlc.permute_dims")
-    # a (8 -> 16, 14 x 14), b (16 -> 16, 14 x 14) and d (24 -> 16, 7 x 7: a 42 KB im2col); not c (1x1)
-    assert len(perms) == 3 and all("axes = array<i64: 3, 0, 1, 2>" in p for p in perms)
+    # a (8 -> 16, 14 x 14, stride 2), b (16 -> 16, 14 x 14) and d (24 -> 16, 7 x 7: a 42 KB
+    # im2col); not c (1x1); nor b for one image (stride 1: packed tiles of wide pixels, which
+    # read the weights as they are)
+    assert len(perms) == (2 if batch == 1 else 3) and all("axes = array<i64: 3, 0, 1, 2>" in p for p in perms)
     assert any("tensor<8x3x3x16xf32>" in line for line in _ops(out, "mlc.constant"))
     assert not _ops(mod, "mlc.permute_dims")  # the input is left untouched
     assert pixels_as_rows((1, 256, 14, 14), (256, 256, 3, 3))
@@ -117,10 +120,12 @@ def test_strategy_reads_the_stored_weights_with_pixels_as_rows(batch, ks):
 
 
 def test_other_transposes_keep_the_channels_as_rows():
-    # (an OIHW weight transposed to itself in another order: not the stored form)
-    mod = window_strategies(_conv_kernel(1, (0, 1, 3, 2)))
-    gemm = next(line for line in str(mod).splitlines() if 'mlc.block = "conv2d_gemm"' in line)
-    assert ": tensor<32x196xf32>) attrs" in gemm
+    # (an OIHW weight transposed to itself in another order: not the stored form; one image
+    # of stride 1 in packed tiles of wide pixels, 14 of 16, the channels as rows too)
+    for batch, out in ((1, "32x14x16"), (2, "2x32x196")):
+        mod = window_strategies(_conv_kernel(batch, (0, 1, 3, 2)))
+        gemm = next(line for line in str(mod).splitlines() if 'mlc.block = "conv2d_gemm"' in line)
+        assert f": tensor<{out}xf32>) attrs" in gemm, gemm
 
 
 def test_conv2d_gemm_pixels_as_rows_needs_a_flat_kernel():

@@ -30,7 +30,9 @@ would undo it, at no cost but the speed.)
 Taken (:func:`pixels_as_rows`): ``groups == 1`` convolutions of a constant float32 OIHW
 weight, not 1x1, whose output has more than :data:`MIN_PIXELS` pixels per image (or an
 im2col of at most :data:`SMALL_IM2COL_BYTES`), no multiple of :data:`PIXEL_TILE`, and a
-multiple of :data:`CHANNEL_MULTIPLE` output channels.
+multiple of :data:`CHANNEL_MULTIPLE` output channels; not the ones the default schedule
+computes in packed tiles of wide pixels (one image, stride 1:
+:func:`mlc_mlir.schedule.conv_gemm.takes_pixel_tiles`), which read the weights as they are.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from mlir import ir
 
 from ...errors import GraphError
 from ...ir import Module
+from ...schedule.conv_gemm import takes_pixel_tiles
 from ..builder.emit import constant_attr
 from ..ir.analysis import clone_module
 from .fold_constant import constant_op, constant_value, rewrite_graph_ops
@@ -80,6 +83,30 @@ def pixels_as_rows(out_shape: tuple[int, ...], weight_shape: tuple[int, ...]) ->
             and weight_shape[0] % CHANNEL_MULTIPLE == 0 and weight_shape[2] * weight_shape[3] > 1)
 
 
+def _pixel_tiles(conv: ir.Operation, weight_shape: tuple[int, ...]) -> bool:
+    """Whether the default schedule computes ``conv`` in packed tiles of wide pixels, which
+    read the weights as they are (:func:`mlc_mlir.schedule.conv_gemm.takes_pixel_tiles`)."""
+    data = ir.RankedTensorType(conv.operands[0].type)
+    out = ir.RankedTensorType(conv.results[0].type)
+    if data.rank != 4 or data.is_dynamic_dim(0) or data.is_dynamic_dim(3):
+        return False
+
+    def ints(name: str, n: int, default: int) -> tuple[int, ...]:
+        if name not in conv.attributes:
+            return (default,) * n
+        try:
+            vals = list(ir.DenseI64ArrayAttr(conv.attributes[name]))
+        except ValueError:  # (not an i64 array: no form this pass knows)
+            return ()
+        return tuple(vals * (n // len(vals))) if vals and n % len(vals) == 0 else ()
+
+    strides, pads = ints("strides", 2, 1), ints("padding", 4, 0)
+    if len(strides) != 2 or len(pads) != 4:
+        return False
+    return takes_pixel_tiles(data.get_dim_size(0), tuple(weight_shape[2:]), strides, pads, data.get_dim_size(3),
+                             (out.get_dim_size(2), out.get_dim_size(3)))
+
+
 def transpose_conv_weights(mod: Module) -> Module:
     """A copy of ``mod`` with the weights of its qualifying convolutions stored transposed
     (see the module doc).
@@ -112,7 +139,7 @@ def _rewrite(conv: ir.Operation, blobs: dict[str, bytes]) -> bool:
     w = None if const is None else constant_value(const, blobs)
     if w is None or w.ndim != 4 or w.dtype != np.float32:
         return False
-    if not pixels_as_rows(tuple(out.get_dim_size(d) for d in range(4)), w.shape):
+    if not pixels_as_rows(tuple(out.get_dim_size(d) for d in range(4)), w.shape) or _pixel_tiles(conv, w.shape):
         return False
     wt = np.ascontiguousarray(w.transpose(1, 2, 3, 0))
     w_type = ir.RankedTensorType(conv.operands[1].type)
