@@ -219,6 +219,19 @@ def batched_mm(b, m, k, n):
     return te.create_prim_func([A, B, Y], name="bmm")
 
 
+def _blocked_equals_numpy(b, m, k, n, target, large, seed):
+    """The batched gemm ``(b, m, n) += A(m, k) @ B(b, k, n)`` under the rules for ``target``:
+    the blocked rule (B's panel copied: ``cache_read``) exactly when ``large``; equal to NumPy."""
+    sch = Schedule(batched_mm(b, m, k, n))
+    apply_rules(sch, target)
+    assert ("cache_read" in str(sch.trace)) == large, str(sch.trace)
+    rng = np.random.default_rng(seed)
+    a, bv = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((b, k, n), dtype=np.float32)
+    out = np.full((b, m, n), np.nan, np.float32)
+    mlc.build(sch.mod)["bmm"](a, bv, out)
+    np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("shape,large", [((2, 32, 256, 1024), True),    # a batch of gemms: blocked per item
                                          ((1, 64, 4608, 49), False),    # 49 columns: the register-tile rule
                                          ((1, 64, 100, 4096), False)])  # k of 100: the register-tile rule
@@ -369,15 +382,7 @@ def test_few_columns_whose_b_outgrows_the_l2_are_blocked(monkeypatch, l2, n, lar
     another CPU (L2 unknown), or at 196 columns it stays in the register-tile rule."""
     import mlc_mlir.target as target_mod
     monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: l2)
-    m, k = 128, 4608
-    sch = Schedule(batched_mm(1, m, k, n))
-    apply_rules(sch, "llvm -num-cores=2")
-    assert ("cache_read" in str(sch.trace)) == large, str(sch.trace)
-    rng = np.random.default_rng(5)
-    a, bv = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((1, k, n), dtype=np.float32)
-    out = np.full((1, m, n), np.nan, np.float32)
-    mlc.build(sch.mod)["bmm"](a, bv, out)
-    np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
+    _blocked_equals_numpy(1, 128, 4608, n, "llvm -num-cores=2", large, seed=5)
 
 
 @pytest.mark.parametrize("n, kc", [(49, 144), (64, 128), (40, 192)])
@@ -406,15 +411,7 @@ def test_few_rows_over_rows_a_page_apart_stay_in_the_register_tile_rule(m, n, la
     image): its rows of B are 12.5 KB apart, so the register-tile rule's re-reads are
     prefetched by the build and beat the panel copy; with more rows, or rows 3 KB apart
     (28 x 28), the blocked rule. Results equal NumPy."""
-    k, b = 144, 8
-    sch = Schedule(batched_mm(b, m, k, n))
-    apply_rules(sch, "llvm -num-cores=1")
-    assert ("cache_read" in str(sch.trace)) == large, str(sch.trace)
-    rng = np.random.default_rng(7)
-    a, bv = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((b, k, n), dtype=np.float32)
-    out = np.full((b, m, n), np.nan, np.float32)
-    mlc.build(sch.mod)["bmm"](a, bv, out)
-    np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
+    _blocked_equals_numpy(8, m, 144, n, "llvm -num-cores=1", large, seed=7)
 
 
 @pytest.mark.parametrize("k, n, l2, large", [(576, 196, 512 << 10, True),    # 1x1 conv 576 -> 96 at 14 x 14
@@ -428,18 +425,10 @@ def test_few_rows_over_rows_a_page_apart_stay_in_the_register_tile_rule(m, n, la
 def test_b_of_unaligned_rows_from_the_arguments_is_packed(monkeypatch, k, n, l2, large):
     """A 1x1 convolution's per-image gemms at batch 8 (96 x k x n, B the input as it is):
     fewer than MIN_COLUMNS columns, but B's rows are not whole cache lines and B stays in
-    a small L2 (more than a third of it), so the blocked rule copies its panels (aligned, contiguous) instead of the
-    register-tile rule re-reading them for every row tile; not where B's rows are whole
+    a small L2 (more than a third of it), so the blocked rule copies its panels (aligned,
+    contiguous) instead of the register-tile rule re-reading them for every row tile; not where B's rows are whole
     cache lines, B outgrows the L2 or fills a third of it or less, the L2 is 1 MB or more or
     unknown, or under 32 columns. Results equal NumPy."""
     import mlc_mlir.target as target_mod
     monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: l2)
-    m, b = 96, 8
-    sch = Schedule(batched_mm(b, m, k, n))
-    apply_rules(sch, "llvm -num-cores=1")
-    assert ("cache_read" in str(sch.trace)) == large, str(sch.trace)
-    rng = np.random.default_rng(8)
-    a, bv = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((b, k, n), dtype=np.float32)
-    out = np.full((b, m, n), np.nan, np.float32)
-    mlc.build(sch.mod)["bmm"](a, bv, out)
-    np.testing.assert_allclose(out, np.einsum("ik,bkn->bin", a, bv), rtol=1e-4, atol=1e-3)
+    _blocked_equals_numpy(8, 96, k, n, "llvm -num-cores=1", large, seed=8)
