@@ -46,7 +46,7 @@ from ...errors import GraphError
 from ...ir import Module
 from ...schedule.conv_gemm import takes_pixel_tiles
 from ..builder.emit import constant_attr
-from ..ir.analysis import clone_module
+from ..ir.analysis import clone_module, op_attrs
 from .fold_constant import constant_op, constant_value, rewrite_graph_ops
 
 __all__ = ["transpose_conv_weights", "pixels_as_rows", "MIN_PIXELS", "SMALL_IM2COL_BYTES", "PIXEL_TILE",
@@ -90,20 +90,9 @@ def _pixel_tiles(conv: ir.Operation, weight_shape: tuple[int, ...]) -> bool:
     out = ir.RankedTensorType(conv.results[0].type)
     if data.rank != 4 or data.is_dynamic_dim(0) or data.is_dynamic_dim(3):
         return False
-
-    def ints(name: str, n: int, default: int) -> tuple[int, ...]:
-        if name not in conv.attributes:
-            return (default,) * n
-        try:
-            vals = list(ir.DenseI64ArrayAttr(conv.attributes[name]))
-        except ValueError:  # (not an i64 array: no form this pass knows)
-            return ()
-        return tuple(vals * (n // len(vals))) if vals and n % len(vals) == 0 else ()
-
-    strides, pads = ints("strides", 2, 1), ints("padding", 4, 0)
-    if len(strides) != 2 or len(pads) != 4:
-        return False
-    return takes_pixel_tiles(data.get_dim_size(0), tuple(weight_shape[2:]), strides, pads, data.get_dim_size(3),
+    attrs = op_attrs(conv, None)
+    return takes_pixel_tiles(data.get_dim_size(0), tuple(weight_shape[2:]), tuple(attrs.get("strides", (1, 1))),
+                             tuple(attrs.get("padding", (0, 0, 0, 0))), data.get_dim_size(3),
                              (out.get_dim_size(2), out.get_dim_size(3)))
 
 
