@@ -26,7 +26,8 @@ from .schedule import Schedule
 from .trace import BlockRV, LoopRV
 
 __all__ = ["LARGE_MACS", "K_BLOCK", "MIN_COLUMNS", "NC_BLOCK", "NC_LARGE_L2", "LARGE_L2", "KC_BLOCK", "K_UNROLL",
-           "NC_PEELED", "KC_PEELED", "FEW_COLUMNS_PANEL_BYTES", "FEW_ROWS", "PACKED_MIN_COLUMNS", "LINE_BYTES",
+           "NC_PEELED", "KC_PEELED", "FEW_COLUMNS_PANEL_BYTES", "FEW_ROWS", "PACKED_MIN_COLUMNS", "PACKED_MIN_MACS",
+           "LINE_BYTES",
            "is_large", "schedule_blocked"]
 
 #: contractions from this many multiply-adds (with a reduction of at least K_BLOCK and
@@ -99,6 +100,12 @@ FEW_ROWS = 24
 #: but 0.64 -> 0.69 on two; 160 -> 960 and 320 -> 1280 at 7 x 7 (31 and 63 KB) 1.38 ->
 #: 1.51 and 3.1 -> 3.4 on two
 PACKED_MIN_COLUMNS = 32
+#: ... from this many multiply-adds (MobileNet-v2 at batch 1, one image's gemm under
+#: :data:`LARGE_MACS`; the input out of cache, as in a model), one thread: 576 -> 96 at
+#: 14 x 14 0.78 -> 0.62 ms, 384 -> 64 0.56 -> 0.41, 384 -> 96 0.63 -> 0.57, 960 -> 320 at
+#: 7 x 7 0.91 -> 0.83, 960 -> 160 0.55 -> 0.51; two threads 0.62 -> 0.45, 0.36 -> 0.28, 0.42
+#: -> 0.36, 0.60 -> 0.50, 0.35 -> 0.29
+PACKED_MIN_MACS = 1 << 22
 #: cache line bytes: B's rows start on one when the row's bytes are a multiple of it
 LINE_BYTES = 64
 
@@ -106,12 +113,15 @@ LINE_BYTES = 64
 def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
     """A contraction whose B panel does not stay in cache: it gets cache blocks (batch dims
     stay the outermost loops: a convolution's per-image gemms at batch 8, ResNet-18's 3x3
-    at 64 channels 38.8 -> 25.9 ms, its 7x7 stem 38 -> 29 ms): :data:`MIN_COLUMNS` columns
-    or more, or at most :data:`FEW_COLUMNS` whose B is larger than ``tgt``'s L2; not at most
+    at 64 channels 38.8 -> 25.9 ms, its 7x7 stem 38 -> 29 ms), from :data:`LARGE_MACS`
+    multiply-adds: :data:`MIN_COLUMNS` columns or more, or at most :data:`FEW_COLUMNS` whose
+    B is larger than ``tgt``'s L2; from :data:`PACKED_MIN_MACS`, at least
+    :data:`PACKED_MIN_COLUMNS` read from unaligned rows of an argument that fills more than a
+    third of an L2 of less than :data:`LARGE_L2` and stays in it; not at most
     :data:`FEW_ROWS` rows whose rows of B are a page apart (prefetched instead)."""
     ext = info.extents
     if not (kind.contiguous and kind.i is not None and len(kind.reduce) == 1 and None not in ext
-            and ext[kind.reduce[0]] >= K_BLOCK and macs(info) >= LARGE_MACS
+            and ext[kind.reduce[0]] >= K_BLOCK and macs(info) >= min(LARGE_MACS, PACKED_MIN_MACS)
             and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1):
         return False
     cols, k = ext[kind.j], ext[kind.reduce[0]]
@@ -119,9 +129,10 @@ def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
         return False
     l2 = tgt.l2_bytes
     b_bytes = k * cols * element_bytes(info)
-    return (cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None and b_bytes > l2)
-            or (cols >= PACKED_MIN_COLUMNS and l2 is not None and l2 // 3 < b_bytes <= l2 < LARGE_L2
-                and _b_rows_unaligned(info, kind)))
+    large = macs(info) >= LARGE_MACS and (cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None
+                                                                 and b_bytes > l2))
+    return large or (macs(info) >= PACKED_MIN_MACS and cols >= PACKED_MIN_COLUMNS and l2 is not None
+                     and l2 // 3 < b_bytes <= l2 < LARGE_L2 and _b_rows_unaligned(info, kind))
 
 
 def _b_rows_unaligned(info: BlockInfo, kind: Contraction) -> bool:

@@ -414,21 +414,24 @@ def test_few_rows_over_rows_a_page_apart_stay_in_the_register_tile_rule(m, n, la
     _blocked_equals_numpy(8, m, 144, n, "llvm -num-cores=1", large, seed=7)
 
 
-@pytest.mark.parametrize("k, n, l2, large", [(576, 196, 512 << 10, True),    # 1x1 conv 576 -> 96 at 14 x 14
-                                             (960, 49, 512 << 10, True),     # 960 -> 96 at 7 x 7
-                                             (576, 192, 512 << 10, False),   # rows of whole cache lines
-                                             (576, 196, 2 << 20, False),     # a 2 MB L2
-                                             (576, 196, None, False),        # L2 unknown
-                                             (960, 196, 512 << 10, False),   # B (735 KB) outgrows the L2
-                                             (192, 196, 512 << 10, False),   # B (150 KB) a third of it or less
-                                             (960, 28, 512 << 10, False)])   # fewer than 32 columns
-def test_b_of_unaligned_rows_from_the_arguments_is_packed(monkeypatch, k, n, l2, large):
-    """A 1x1 convolution's per-image gemms at batch 8 (96 x k x n, B the input as it is):
+@pytest.mark.parametrize("b, m, k, n, l2, large", [
+    (8, 96, 576, 196, 512 << 10, True),    # 1x1 conv 576 -> 96 at 14 x 14, batch 8
+    (8, 96, 960, 49, 512 << 10, True),     # 960 -> 96 at 7 x 7
+    (1, 96, 576, 196, 512 << 10, True),    # one image (5.4M multiply-adds: PACKED_MIN_MACS)
+    (1, 32, 576, 196, 512 << 10, False),   # 3.6M multiply-adds
+    (8, 96, 576, 192, 512 << 10, False),   # rows of whole cache lines
+    (8, 96, 576, 196, 2 << 20, False),     # a 2 MB L2
+    (8, 96, 576, 196, None, False),        # L2 unknown
+    (8, 96, 960, 196, 512 << 10, False),   # B (735 KB) outgrows the L2
+    (8, 96, 192, 196, 512 << 10, False),   # B (150 KB) a third of it or less
+    (8, 96, 960, 28, 512 << 10, False)])   # fewer than 32 columns
+def test_b_of_unaligned_rows_from_the_arguments_is_packed(monkeypatch, b, m, k, n, l2, large):
+    """A 1x1 convolution's per-image gemms (m x k x n, B the input as it is):
     fewer than MIN_COLUMNS columns, but B's rows are not whole cache lines and B stays in
     a small L2 (more than a third of it), so the blocked rule copies its panels (aligned,
     contiguous) instead of the register-tile rule re-reading them for every row tile; not where B's rows are whole
     cache lines, B outgrows the L2 or fills a third of it or less, the L2 is 1 MB or more or
-    unknown, or under 32 columns. Results equal NumPy."""
+    unknown, under 32 columns or under PACKED_MIN_MACS multiply-adds. Results equal NumPy."""
     import mlc_mlir.target as target_mod
     monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: l2)
-    _blocked_equals_numpy(8, 96, k, n, "llvm -num-cores=1", large, seed=8)
+    _blocked_equals_numpy(b, m, k, n, "llvm -num-cores=1", large, seed=8)
