@@ -120,8 +120,10 @@ def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
     third of an L2 of less than :data:`LARGE_L2` and stays in it; not at most
     :data:`FEW_ROWS` rows whose rows of B are a page apart (prefetched instead)."""
     ext = info.extents
-    if not (kind.contiguous and kind.i is not None and len(kind.reduce) == 1 and None not in ext
-            and ext[kind.reduce[0]] >= K_BLOCK and macs(info) >= min(LARGE_MACS, PACKED_MIN_MACS)
+    if not (kind.contiguous and kind.i is not None and len(kind.reduce) == 1 and None not in ext):
+        return False
+    n_macs = macs(info)
+    if not (ext[kind.reduce[0]] >= K_BLOCK and n_macs >= min(LARGE_MACS, PACKED_MIN_MACS)
             and sum(kind.j in m for m in info.maps[:info.n_inputs]) == 1):
         return False
     cols, k = ext[kind.j], ext[kind.reduce[0]]
@@ -129,9 +131,9 @@ def is_large(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
         return False
     l2 = tgt.l2_bytes
     b_bytes = k * cols * element_bytes(info)
-    large = macs(info) >= LARGE_MACS and (cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None
+    large = n_macs >= LARGE_MACS and (cols >= MIN_COLUMNS or (cols <= FEW_COLUMNS and l2 is not None
                                                                  and b_bytes > l2))
-    return large or (macs(info) >= PACKED_MIN_MACS and cols >= PACKED_MIN_COLUMNS and l2 is not None
+    return large or (n_macs >= PACKED_MIN_MACS and cols >= PACKED_MIN_COLUMNS and l2 is not None
                      and l2 // 3 < b_bytes <= l2 < LARGE_L2 and _b_rows_unaligned(info, kind))
 
 
