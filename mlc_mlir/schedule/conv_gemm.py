@@ -63,9 +63,10 @@ from mlir.dialects import arith, tensor
 from .. import te, topi
 from ..ir import Module
 from ..irutil import symbol_ops, walk_ops
-from .rewrite_named import constant_fill, pad_hw_source, rename_blocks, rewrite_named, static_shape
+from .rewrite_named import constant_fill, pad_by_copy, pad_hw_source, rename_blocks, rewrite_named, static_shape
 
 __all__ = ["convs_to_gemm", "band_rows", "takes_pixel_tiles", "MAX_WIDE", "MAX_WIDE_PARTIAL", "TILE_PIXELS", "CONV_OP",
+           "TILED_STRIDES",
            "BAND_MIN_BYTES", "BAND_MAX_PIXELS"]
 
 CONV_OP = "linalg.conv_2d_nchw_fchw"
@@ -88,6 +89,12 @@ MAX_WIDE = 1.1
 #: for 196), one image, interleaved in one process, against the pixels as rows: 4.03-4.06
 #: -> 3.69-3.82 ms on one thread, 2.84-3.04 -> 1.91-1.95 on two
 MAX_WIDE_PARTIAL = 1.2
+#: the strides that take the tiles. A stride of 2 can (``topi.nn.conv2d_gemm`` reads its
+#: 2-D stride phases, :func:`mlc_mlir.topi.conv._tiled_gemm`) but measured no faster than
+#: the bands or the pixels as rows: ResNet-18 at batch 1, one thread, interleaved, its 7x7
+#: stem 4.5 -> 5.7 ms, 64 -> 128 channels at 28 x 28 2.15 -> 2.36, 128 -> 256 at 14 x 14
+#: 2.39 -> 2.26, 256 -> 512 at 7 x 7 3.19 -> 3.13
+TILED_STRIDES = frozenset({(1, 1)})
 #: the kernel (F, C, KH, KW) viewed as (F, C * KH * KW)
 _ROWS_FLAT = [[0], [1, 2, 3]]
 
@@ -141,6 +148,8 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
     if transposed is None and tiled is None:  # (pixels as rows, tiles: the last compute copies y to NCHW)
         _view_result(hfunc, banded=bands is not None)
     rename_blocks(hfunc, "conv2d", block)
+    if not pointwise:  # (narrow rows: the padded copy a fill and a copy of the rows, not gathers)
+        pad_by_copy(hfunc, hfunc.regions[0].blocks[0].arguments[0], pads[:2], 0.0)
     f32 = ir.F32Type.get()
     with ir.InsertionPoint(conv), conv.location:
         if transposed is None:
@@ -160,21 +169,22 @@ def takes_pixel_tiles(batch: int | None, kernel_hw: tuple[int, int], strides: tu
                       pads: tuple[int, int, int, int], in_width: int, out_hw: tuple[int, int]) -> bool:
     """Whether a convolution (one image of width ``in_width``, padded ``(top, left, bottom,
     right)``, to ``out_hw``) takes packed tiles of wide pixels (``topi.nn.conv2d_gemm``'s
-    ``pixel_tile``): one image, stride 1, not a 1x1 convolution without padding (its
-    contraction reads the input as it is), and tiles holding at most :data:`MAX_WIDE` times
+    ``pixel_tile``): one image, a stride of :data:`TILED_STRIDES`, not a 1x1 convolution
+    without padding (its contraction reads the input as it is), and tiles holding at most
+    :data:`MAX_WIDE` times
     the output pixels (:data:`MAX_WIDE_PARTIAL` where the pixels are no multiple of a
     tile). The graph pass :mod:`mlc_mlir.graph.transform.conv_weights` leaves these
     convolutions' weights as they are."""
     (kh, kw), (oh, ow) = kernel_hw, out_hw
-    if batch != 1 or tuple(strides) != (1, 1) or ((kh, kw) == (1, 1) and not any(pads)):
+    if batch != 1 or tuple(strides) not in TILED_STRIDES or ((kh, kw) == (1, 1) and not any(pads)):
         return False
     limit = MAX_WIDE if oh * ow % TILE_PIXELS == 0 else MAX_WIDE_PARTIAL
-    return _wide_pixels(oh, in_width + pads[1] + pads[3]) <= limit * oh * ow
+    return _wide_pixels(oh, -(-(in_width + pads[1] + pads[3]) // strides[1])) <= limit * oh * ow
 
 
-def _wide_pixels(oh: int, wp: int) -> int:
-    """The pixels of :data:`TILE_PIXELS`-wide tiles over ``oh`` rows of padded width ``wp``."""
-    return -(-oh * wp // TILE_PIXELS) * TILE_PIXELS
+def _wide_pixels(oh: int, wq: int) -> int:
+    """The pixels of :data:`TILE_PIXELS`-wide tiles over ``oh`` rows of ``wq`` wide pixels."""
+    return -(-oh * wq // TILE_PIXELS) * TILE_PIXELS
 
 
 def band_rows(k: int, oh: int, ow: int) -> int | None:

@@ -73,6 +73,7 @@ from ..errors import MlcError, ScheduleError
 from ..ir import Module
 from ..target import Target
 from .conv_gemm import convs_to_gemm
+from .rewrite_named import copy_pads
 from .index_maps import simplify_index_maps
 from .windows import windows_to_taps
 from .view_epilogues import collapse_view_epilogues
@@ -265,7 +266,7 @@ def window_strategies(mod: Module) -> Module:
     reading a result through an expand reshape run in its collapsed shape
     (:func:`.view_epilogues.collapse_view_epilogues`: a convolution's epilogue on the
     contraction's tile)."""
-    return collapse_view_epilogues(simplify_index_maps(windows_to_taps(convs_to_gemm(mod))))
+    return collapse_view_epilogues(simplify_index_maps(copy_pads(windows_to_taps(convs_to_gemm(mod)))))
 
 
 def graph_default_schedule(mod: Module, target: Target | str | None, opt_level: int) -> Module:

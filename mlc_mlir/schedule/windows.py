@@ -49,7 +49,7 @@ from .. import te
 from ..topi.pad import pad_hw, padded_pixel
 from ..ir import Module
 from ..irutil import symbol_ops
-from .rewrite_named import constant_fill, pad_hw_source, rename_blocks, rewrite_named, static_shape
+from .rewrite_named import constant_fill, pad_by_copy, pad_hw_source, rename_blocks, rewrite_named, static_shape
 
 __all__ = ["windows_to_taps", "reads_in_place", "WINDOW_OPS", "MAX_TAPS", "IN_PLACE_WIDTH"]
 
@@ -167,7 +167,7 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
     # (gathers, whose interior vectors the build loads as runs: compiler/gathers.py), but
     # for a narrow depthwise convolution, which reads its stride phases
     value_pad = pad_value if pad_value is not None else 0.0
-    padded = None
+    padded = wide = None
     if (sh, sw) == (1, 1):
         # the padded rows rounded up to whole vectors (the pad's vectors all 8 lanes wide:
         # 114 columns went in 19-lane vectors, whose masks LLVM handles lane by lane); no
@@ -199,7 +199,10 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
     out = te.compute((a.shape[0], *oshape[1:]), body, name="window")
     block = ir.StringAttr(op.attributes["mlc.block"]).value if "mlc.block" in op.attributes else "window"
     hmod = te.create_prim_func([a, *(taps_w or {}).values(), out], name=name)
-    rename_blocks(symbol_ops(hmod.mlir_module, defined=True)[name], "window", block)
+    hfunc = symbol_ops(hmod.mlir_module, defined=True)[name]
+    rename_blocks(hfunc, "window", block)
+    if padded is not None and any(pads):  # (narrow rows: a fill and a copy of the rows, not gathers)
+        pad_by_copy(hfunc, hfunc.regions[0].blocks[0].arguments[0], (top, left), value_pad)
     slices = []
     if taps_w is not None:
         row = ir.RankedTensorType.get([wshape[0]], ir.F32Type.get())

@@ -171,13 +171,13 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
                       f"rows, got {band_rows!r}")
     if pixels_as_rows and (not flat or band_rows is not None):
         raise TEError("topi.nn.conv2d_gemm: pixels_as_rows needs a flattened kernel (C * KH * KW, F) and no band_rows")
-    if pixel_tile is not None and (not flat or (sh, sw) != (1, 1) or band_rows is not None or pixels_as_rows
+    if pixel_tile is not None and (not flat or band_rows is not None or pixels_as_rows
                                    or not isinstance(pixel_tile, int) or isinstance(pixel_tile, bool)
                                    or pixel_tile < 1):
-        raise TEError(f"topi.nn.conv2d_gemm: pixel_tile needs a flattened kernel (F, C * KH * KW), stride 1, no "
-                      f"band_rows and no pixels_as_rows, and must be a positive int, got {pixel_tile!r}")
+        raise TEError(f"topi.nn.conv2d_gemm: pixel_tile needs a flattened kernel (F, C * KH * KW), no band_rows "
+                      f"and no pixels_as_rows, and must be a positive int, got {pixel_tile!r}")
     if pixel_tile is not None:
-        return _tiled_gemm(data, kernel, pads, (kh, kw), (dh, dw), (oh, ow), pixel_tile, gather)
+        return _tiled_gemm(data, kernel, pads, (kh, kw), (sh, sw), (dh, dw), (oh, ow), pixel_tile, gather)
     src = data if gather else pad_hw(data, pads, 0.0, named=False)  # a generic, fused into im2col
     pixels = oh * ow
     rc, ry, rx = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
@@ -223,10 +223,10 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
 
 
 def _tiled_gemm(data: Any, kernel: Any, pads: tuple[int, int, int, int], ksize: tuple[int, int],
-                dil: tuple[int, int], out: tuple[int, int], tile: int, gather: bool) -> Any:
-    """A stride-1 convolution with a flattened kernel ``(F, K)`` as a contraction over packed
-    tiles of *wide* pixels: output pixel ``(i, j)`` is wide pixel ``q = i * WP + j`` of the
-    padded input's width ``WP``, and tap ``(c, ky, kx)`` of wide pixel ``q`` is element
+                strides: tuple[int, int], dil: tuple[int, int], out: tuple[int, int], tile: int, gather: bool) -> Any:
+    """A convolution with a flattened kernel ``(F, K)`` as a contraction over packed tiles of
+    *wide* pixels. At stride 1, output pixel ``(i, j)`` is wide pixel ``q = i * WP + j`` of
+    the padded input's width ``WP``, and tap ``(c, ky, kx)`` of wide pixel ``q`` is element
     ``ky * DH * WP + kx * DW + q`` of channel ``c`` of the padded input read flat. So a tile
     of ``L`` consecutive wide pixels reads ``L`` consecutive elements per tap, whatever the
     rows it spans: im2col ``col[(n,) t, c, ky, kx, l]`` is a copy of contiguous runs (the
@@ -239,22 +239,41 @@ def _tiled_gemm(data: Any, kernel: Any, pads: tuple[int, int, int, int], ksize: 
     ``q // L, q % L``, a gather: a view of ``y`` would keep the gemm's accumulators in
     memory) to NCHW; the ``WP - OW`` wide pixels per row past the output (and the last
     tile's tail) are computed and dropped. The input gets zero rows below its padding so
-    that the last tile's taps stay inside it."""
+    that the last tile's taps stay inside it.
+
+    With a stride ``(SH, SW)`` other than 1 the padded input is split in its 2-D stride
+    phases, ``ph[(n,) c, py, px, r, u] = padded[c, SH * r + py, SW * u + px]`` (one compute
+    reading the input in place, zero outside it), each phase ``WQ = ceil(WP / SW)`` wide:
+    output pixel ``(i, j)`` is wide pixel ``q = i * WQ + j`` and its tap ``(ky, kx)`` reads
+    element ``q + (ky * DH // SH) * WQ + kx * DW // SW`` of phase ``(ky * DH % SH, kx * DW %
+    SW)`` read flat: linear in ``q`` again, so a tile reads consecutive elements per tap."""
     top, left, bottom, right = pads
-    (kh, kw), (dh, dw), (oh, ow) = ksize, dil, out
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = ksize, strides, dil, out
     n = data.shape[0]
     c, h, w = data.shape[1:]
     f, k = kernel.shape  # (k = c * kh * kw)
     wp = w + left + right
-    tiles = -(-oh * wp // tile)
-    last = (kh - 1) * dh * wp + (kw - 1) * dw + tiles * tile  # one past the last element read
-    extra = max(0, -(-last // wp) - (h + top + bottom))
-    padded = pad_hw(data, (top, left, bottom + extra, right), 0.0, named=False)
+    wq = -(-wp // sw)
+    tiles = -(-oh * wq // tile)
+    # one past the last element read of a (phase) plane
+    last = (kh - 1) * dh // sh * wq + (kw - 1) * dw // sw + tiles * tile
     one = te.reduce_axis((0, 1), "one")
+    if (sh, sw) == (1, 1):
+        extra = max(0, -(-last // wp) - (h + top + bottom))
+        padded = pad_hw(data, (top, left, bottom + extra, right), 0.0, named=False)
+
+        def at(b: Any, ch: Any, ky: Any, kx: Any, q: Any) -> Any:
+            q = q + ky * (dh * wp) + kx * dw
+            return padded[b, ch, q // wp, q % wp]
+    else:
+        phases = _stride_phases(data, pads, (sh, sw), -(-last // wq), wq)
+
+        def at(b: Any, ch: Any, ky: Any, kx: Any, q: Any) -> Any:
+            q = q + ky * dh // sh * wq + kx * dw // sw
+            return phases[b, ch, ky * dh % sh, kx * dw % sw, q // wq, q % wq]
 
     def read(b: Any, t: Any, ch: Any, ky: Any, kx: Any, lane: Any) -> Any:
-        q = ky * (dh * wp) + kx * dw + t * tile + lane
-        value = padded[b, ch, q // wp, q % wp]
+        value = at(b, ch, ky, kx, t * tile + lane)
         return value if gather else te.sum(value, axis=one)
 
     def tap(rk: Any) -> tuple[Any, Any, Any]:
@@ -266,14 +285,14 @@ def _tiled_gemm(data: Any, kernel: Any, pads: tuple[int, int, int, int], ksize: 
                          name="im2col")
         y = te.compute((f, tiles, tile), lambda o, t, lane: te.sum(kernel[o, rk] * col[(t, *tap(rk), lane)], axis=rk),
                        name="conv2d_gemm")
-        return te.compute((n, f, oh, ow), lambda b, o, i, j: y[o, (i * wp + j) // tile, (i * wp + j) % tile],
+        return te.compute((n, f, oh, ow), lambda b, o, i, j: y[o, (i * wq + j) // tile, (i * wq + j) % tile],
                           name="conv2d")
     col = te.compute((n, tiles, c, kh, kw, tile), lambda b, t, ch, ky, kx, lane: read(b, t, ch, ky, kx, lane),
                      name="im2col")
     y = te.compute((n, f, tiles, tile),
                    lambda b, o, t, lane: te.sum(kernel[o, rk] * col[(b, t, *tap(rk), lane)], axis=rk),
                    name="conv2d_gemm")
-    return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, (i * wp + j) // tile, (i * wp + j) % tile],
+    return te.compute((n, f, oh, ow), lambda b, o, i, j: y[b, o, (i * wq + j) // tile, (i * wq + j) % tile],
                       name="conv2d")
 
 
@@ -293,6 +312,21 @@ def _column_phases(data: Any, pads: tuple[int, int, int, int], sw: int) -> Any:
         return padded_pixel(data, b, ch, row - top, col_q * sw + px - left, pads, 0.0)
 
     return te.compute((data.shape[0], data.shape[1], hp, sw, q), body, name="pad")
+
+
+def _stride_phases(data: Any, pads: tuple[int, int, int, int], strides: tuple[int, int], rows: int, cols: int) -> Any:
+    """The zero-padded ``data`` (NCHW) split in its 2-D stride phases, ``rows x cols`` each:
+    ``out[b, c, py, px, r, u] = padded[b, c, r * SH + py, u * SW + px]``, zero past the
+    padded input too (:func:`_tiled_gemm`)."""
+    top, left, _, _ = pads
+    (sh, sw), (_, _, h, w) = strides, data.shape
+    # a side is guarded where the phases reach past the input on it
+    guard = (top, left, int(rows * sh - top > h), int(cols * sw - left > w))
+
+    def body(b: Any, ch: Any, py: Any, px: Any, r: Any, u: Any) -> Any:
+        return padded_pixel(data, b, ch, r * sh + py - top, u * sw + px - left, guard, 0.0)
+
+    return te.compute((data.shape[0], data.shape[1], sh, sw, rows, cols), body, name="pad")
 
 
 def _rows_gemm(n: Any, f: int, oh: int, ow: int, k: int, kernel: Any, tap: Any, band_rows: int | None = None,

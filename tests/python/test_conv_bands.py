@@ -197,22 +197,27 @@ def test_resnet_block_in_tiles_equals_torch():
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("batch,c,h,w,f,k,pad,dil", [(1, 3, 9, 11, 5, 3, 1, 1), (2, 4, 7, 6, 8, 3, 0, 1),
-                                                     ("n", 2, 10, 9, 3, 5, 2, 1), (1, 3, 12, 13, 4, 3, 2, 2),
-                                                     (1, 2, 5, 5, 16, 1, 1, 1)])
+@pytest.mark.parametrize("batch,c,h,w,f,k,pad,dil,stride", [
+    (1, 3, 9, 11, 5, 3, 1, 1, 1), (2, 4, 7, 6, 8, 3, 0, 1, 1), ("n", 2, 10, 9, 3, 5, 2, 1, 1),
+    (1, 3, 12, 13, 4, 3, 2, 2, 1), (1, 2, 5, 5, 16, 1, 1, 1, 1),
+    # stride phases: odd and even sizes, a 7x7 stem, a dilated tap, stride 3 and (2, 1), a
+    # 1x1 of stride 2 without padding, a batch
+    (1, 3, 9, 11, 5, 3, 1, 1, 2), (1, 4, 12, 12, 6, 3, 1, 1, 2), (1, 3, 15, 14, 4, 7, 3, 1, 2),
+    (2, 2, 11, 10, 3, 3, 1, 2, 2), (1, 2, 13, 11, 3, 3, 1, 1, 3), ("n", 3, 8, 9, 5, 3, 1, 1, (2, 1)),
+    (1, 4, 9, 9, 8, 1, 0, 1, 2)])
 @pytest.mark.parametrize("tile", [16, 8])
-def test_tiled_conv2d_gemm_equals_torch(batch, c, h, w, f, k, pad, dil, tile):
-    # odd sizes, no padding, a dilated 3x3, a 5x5, a padded 1x1, a batch and a symbolic one;
-    # unscheduled and under the default rules (gather or padded copy alike)
+def test_tiled_conv2d_gemm_equals_torch(batch, c, h, w, f, k, pad, dil, stride, tile):
+    # odd sizes, no padding, a dilated 3x3, a 5x5, a padded 1x1, a batch and a symbolic one,
+    # strides (2-D phases); unscheduled and under the default rules (gather or padded copy alike)
     x = te.placeholder((batch, c, h, w), name="x")
     wt = te.placeholder((f, c * k * k), name="w")
     n = 2 if batch == "n" else batch
     rng = np.random.default_rng(6)
     xv = rng.standard_normal((n, c, h, w)).astype("float32")
     wv = rng.standard_normal((f, c, k, k)).astype("float32")
-    want = F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=pad, dilation=dil).numpy()
+    want = F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=pad, dilation=dil, stride=stride).numpy()
     for gather in (True, False):
-        y = topi.nn.conv2d_gemm(x, wt, 1, pad, dil, gather=gather, kernel_size=(k, k), pixel_tile=tile)
+        y = topi.nn.conv2d_gemm(x, wt, stride, pad, dil, gather=gather, kernel_size=(k, k), pixel_tile=tile)
         assert y.shape[2:] == want.shape[2:]
         _check_unscheduled_and_default(te.create_prim_func([x, wt, y], name="conv"), xv, wv, want)
 
@@ -222,8 +227,6 @@ def test_pixel_tile_errors():
     for kwargs in ({"pixel_tile": 0}, {"pixel_tile": 16, "band_rows": 2}, {"pixel_tile": 4.0}, {"pixel_tile": True}):
         with pytest.raises(TEError, match="pixel_tile"):
             topi.nn.conv2d_gemm(x, w, 1, 1, 1, kernel_size=(3, 3), **kwargs)
-    with pytest.raises(TEError, match="pixel_tile.*stride 1"):
-        topi.nn.conv2d_gemm(x, w, 2, 1, 1, kernel_size=(3, 3), pixel_tile=16)
     with pytest.raises(TEError, match="pixel_tile"):
         topi.nn.conv2d_gemm(x, te.placeholder((8, 3, 3, 3), name="k"), 1, 1, 1, pixel_tile=16)
 
