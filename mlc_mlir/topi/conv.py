@@ -127,16 +127,16 @@ def conv2d_gemm(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dila
     convolution at 14 x 14 as gemms, one thread, interleaved: 67-71 GFLOP/s this way
     against 41-45 with the pixels as columns (see :mod:`mlc_mlir.graph.transform.conv_weights`).
 
-    ``pixel_tile=L`` (a flattened kernel, stride 1): im2col packed in tiles of ``L`` *wide*
-    pixels (:func:`_tiled_gemm`): ``col[t, c, ky, kx, l]``, the contraction ``y[f, t, l]``
-    reading each tile's ``K x L`` panel contiguously.
+    ``pixel_tile=L`` (a flattened kernel): im2col packed in tiles of ``L`` *wide* pixels
+    (:func:`_tiled_gemm`): ``col[t, c, ky, kx, l]``, the contraction ``y[f, t, l]`` reading
+    each tile's ``K x L`` panel contiguously; a stride other than 1 reads the padded
+    input's 2-D stride phases.
 
     Raises:
         TEError: as :func:`conv2d`; a rank-2 kernel without ``kernel_size`` or whose
             columns are not ``C * KH * KW``; ``band_rows`` that do not divide the output rows;
             ``pixels_as_rows`` with a rank-4 kernel or with ``band_rows``; ``pixel_tile``
-            with a rank-4 kernel, a stride other than 1, ``band_rows`` or ``pixels_as_rows``,
-            or not a positive int.
+            with a rank-4 kernel, ``band_rows`` or ``pixels_as_rows``, or not a positive int.
     """
     check_tensor(data, "nn.conv2d_gemm", "data")
     check_tensor(kernel, "nn.conv2d_gemm", "kernel")
