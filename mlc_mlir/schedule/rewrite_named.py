@@ -12,6 +12,7 @@ helpers read their op's producers with :func:`constant_fill` (the init) and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from mlir import ir
@@ -25,11 +26,16 @@ from ..irutil import sym_name, symbol_ops, walk_ops
 from .payload import name_blocks
 
 __all__ = ["Helper", "rewrite_named", "rewrite_generics", "rename_blocks", "constant_fill", "pad_hw_source",
-           "static_shape", "pad_by_copy", "copy_pads", "COPY_PAD_ROW_MULTIPLE"]
+           "static_shape", "pad_by_copy", "copy_pads", "COPY_PAD_ROW_MULTIPLE", "COPY_PAD_MAX_BYTES"]
 
 #: a padded copy (:func:`pad_by_copy`) is a fill and a copy of the input's rows where the
 #: input's rows are no multiple of this many pixels (vectors of 8 lanes)
 COPY_PAD_ROW_MULTIPLE = 8
+#: ... and the padded tensor is at most this size (the fill writes it whole, then the copy
+#: its interior: twice the writes of the gathers, which pays in cache and not past it;
+#: MobileNet-v2 at batch 8, two threads: the same time either way, 3% of it in the fills'
+#: memset; writing the border alone instead was slower still, its columns scalar stores)
+COPY_PAD_MAX_BYTES = 1 << 20
 
 #: builds the tensor program that replaces one named op: (its operands, a module holding
 #: the program ``name``), or None to leave the op as it is
@@ -188,7 +194,8 @@ def pad_by_copy(hfunc: ir.Operation, source: ir.Value, top_left: tuple[int, int]
     """Mark, in helper program ``hfunc``, the compute that pads ``source`` (NCHW, static
     shape) with ``top_left`` rows and columns before it (and as many after as its result
     holds; ``value`` outside) for :func:`copy_pads`,
-    where ``source``'s rows are no multiple of :data:`COPY_PAD_ROW_MULTIPLE` pixels: it
+    where ``source``'s rows are no multiple of :data:`COPY_PAD_ROW_MULTIPLE` pixels and
+    the padded tensor holds at most :data:`COPY_PAD_MAX_BYTES`: it
     becomes a fill and a copy of the rows once the helper is inlined (canonicalization
     would fold the copy, an identity generic, into an ``insert_slice``: a ``memref.copy``
     at run time, 3-5x slower than the gathers). True if marked: the compute found (a
@@ -208,6 +215,9 @@ def pad_by_copy(hfunc: ir.Operation, source: ir.Value, top_left: tuple[int, int]
                 and any(op.name == "tensor.extract" and op.operands[0] == source
                         for op in g.regions[0].blocks[0].operations)), None)
     if pad is None or not any(top_left) and static_shape(pad.results[0].type) == src_shape:
+        return False
+    out_type = ir.RankedTensorType(pad.results[0].type)
+    if math.prod(out_type.shape) * out_type.element_type.width // 8 > COPY_PAD_MAX_BYTES:
         return False
     i64 = ir.IntegerType.get_signless(64)
     pad.attributes[_PAD_MARK] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, top), ir.IntegerAttr.get(i64, left),

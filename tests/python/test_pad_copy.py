@@ -15,6 +15,7 @@ import mlc_mlir as mlc
 from mlc_mlir import te, topi
 from mlc_mlir.context import mlc_context
 from mlc_mlir.schedule.payload import read_blocks
+from mlc_mlir.schedule.rewrite_named import COPY_PAD_MAX_BYTES
 from mlc_mlir.schedule.rules import default_schedule, window_strategies
 
 T = torch.from_numpy
@@ -47,9 +48,12 @@ def _rng_vals(shapes, seed=3):
 
 
 @pytest.mark.parametrize("batch,c,hw,copied", [(1, 12, 14, True), (2, 5, 7, True), (1, 3, 28, True),
-                                               (1, 4, 16, False), ("n", 3, 14, False)])
+                                               (1, 4, 16, False), ("n", 3, 14, False), (1, 300, 30, False)])
 def test_depthwise_pads_narrow_rows_by_copy(batch, c, hw, copied):
-    # 14, 7 and 28 pixels a row: fill + copy; 16: the gathers stay; a symbolic batch stays
+    # 14, 7 and 28 pixels a row: fill + copy; 16: the gathers stay; a symbolic batch stays;
+    # a padded tensor over COPY_PAD_MAX_BYTES (300 x 32 x 32 floats, 1.2 MB) stays
+    if c == 300:
+        assert c * 32 * 32 * 4 > COPY_PAD_MAX_BYTES
     x = te.placeholder((batch, c, hw, hw), name="x")
     w = te.placeholder((c, 1, 3, 3), name="w")
     mod = mlc.Module.parse(str(te.create_prim_func([x, w, topi.nn.conv2d(x, w, 1, 1, groups=c)], name="dw")))
