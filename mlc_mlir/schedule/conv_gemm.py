@@ -57,12 +57,15 @@ strategy (:mod:`.windows`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from mlir import ir
 from mlir.dialects import arith, tensor
 
 from .. import te, topi
 from ..ir import Module
 from ..irutil import symbol_ops, walk_ops
+from ..topi._util import padding4
 from .rewrite_named import constant_fill, pad_by_copy, pad_hw_source, rename_blocks, rewrite_named, static_shape
 
 __all__ = ["convs_to_gemm", "band_rows", "takes_pixel_tiles", "MAX_WIDE", "MAX_WIDE_PARTIAL", "TILE_PIXELS", "CONV_OP",
@@ -166,16 +169,20 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
 
 
 def takes_pixel_tiles(batch: int | None, kernel_hw: tuple[int, int], strides: tuple[int, ...],
-                      pads: tuple[int, int, int, int], in_width: int, out_hw: tuple[int, int]) -> bool:
-    """Whether a convolution (one image of width ``in_width``, padded ``(top, left, bottom,
-    right)``, to ``out_hw``) takes packed tiles of wide pixels (``topi.nn.conv2d_gemm``'s
-    ``pixel_tile``): one image, a stride of :data:`TILED_STRIDES`, not a 1x1 convolution
-    without padding (its contraction reads the input as it is), and tiles holding at most
-    :data:`MAX_WIDE` times
-    the output pixels (:data:`MAX_WIDE_PARTIAL` where the pixels are no multiple of a
-    tile). The graph pass :mod:`mlc_mlir.graph.transform.conv_weights` leaves these
-    convolutions' weights as they are."""
+                      pads: Any, in_width: int, out_hw: tuple[int, int]) -> bool:
+    """Whether a convolution (one image of width ``in_width``, padded ``pads``: an int, ``(h,
+    w)`` or ``(top, left, bottom, right)``, to ``out_hw``) takes packed tiles of wide pixels
+    (``topi.nn.conv2d_gemm``'s ``pixel_tile``): one image, a stride of
+    :data:`TILED_STRIDES`, not a 1x1 convolution without padding (its contraction reads the
+    input as it is), and tiles holding at most :data:`MAX_WIDE` times the output pixels
+    (:data:`MAX_WIDE_PARTIAL` where the pixels are no multiple of a tile). The graph pass
+    :mod:`mlc_mlir.graph.transform.conv_weights` leaves these convolutions' weights as they
+    are.
+
+    Raises:
+        TEError: ``pads`` of another length."""
     (kh, kw), (oh, ow) = kernel_hw, out_hw
+    pads = padding4(pads, "takes_pixel_tiles")
     if batch != 1 or tuple(strides) not in TILED_STRIDES or ((kh, kw) == (1, 1) and not any(pads)):
         return False
     limit = MAX_WIDE if oh * ow % TILE_PIXELS == 0 else MAX_WIDE_PARTIAL

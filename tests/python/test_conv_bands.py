@@ -262,3 +262,20 @@ def test_tiles_at_a_padded_width_of_one_tile(monkeypatch, hw):
     out = np.full(want.shape, np.nan, "float32")
     mlc.build(default_schedule(mod))["k"](xv, wv, bv, rv, out)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_takes_pixel_tiles_reads_any_padding_form(monkeypatch):
+    from mlc_mlir.schedule import conv_gemm
+    from mlc_mlir.schedule.conv_gemm import takes_pixel_tiles
+    # one image of ResNet-18's 64-channel layer: 56 rows of 58 wide pixels, 203 tiles
+    for pads in (1, (1, 1), (1, 1, 1, 1)):
+        assert takes_pixel_tiles(1, (3, 3), (1, 1), pads, 56, (56, 56))
+    assert not takes_pixel_tiles(2, (3, 3), (1, 1), 1, 56, (56, 56))  # a batch keeps the bands
+    assert not takes_pixel_tiles(1, (1, 1), (1, 1), 0, 56, (56, 56))  # read as it is
+    # stride 2 (its 2-D stride phases) only where TILED_STRIDES holds it: 256 -> 14 x 14 from
+    # 28 x 28 is 14 rows of 15 wide pixels, 224 for 196 (within MAX_WIDE_PARTIAL)
+    assert not takes_pixel_tiles(1, (3, 3), (2, 2), 1, 28, (14, 14))
+    monkeypatch.setattr(conv_gemm, "TILED_STRIDES", frozenset({(1, 1), (2, 2)}))
+    assert takes_pixel_tiles(1, (3, 3), (2, 2), 1, 28, (14, 14))
+    with pytest.raises(TEError, match="padding"):
+        takes_pixel_tiles(1, (3, 3), (1, 1), (1, 2, 3), 56, (56, 56))
