@@ -7,7 +7,9 @@ operands to call it with), calls the program in the op's place and inlines it; t
 canonicalize and CSE run (no elementwise fusion: it would inline all-parallel computes
 such as im2col into their consumers), and the function's blocks are named again. The
 helpers read their op's producers with :func:`constant_fill` (the init) and
-:func:`pad_hw_source` (a ``tensor.pad`` read in place).
+:func:`pad_hw_source` (a ``tensor.pad`` read in place), and mark their padded copies of
+narrow rows with :func:`pad_by_copy`, which :func:`copy_pads` turns into a fill and a row
+copy once the programs are inlined.
 """
 
 from __future__ import annotations
@@ -185,7 +187,6 @@ def rewrite_generics(mod: Module, wants: Callable[[ir.Operation], bool],
     return out or mod
 
 
-
 #: the attribute marking a padded copy for :func:`copy_pads`: (top, left, value)
 _PAD_MARK = "mlc.pad_by_copy"
 
@@ -193,14 +194,13 @@ _PAD_MARK = "mlc.pad_by_copy"
 def pad_by_copy(hfunc: ir.Operation, source: ir.Value, top_left: tuple[int, int], value: float) -> bool:
     """Mark, in helper program ``hfunc``, the compute that pads ``source`` (NCHW, static
     shape) with ``top_left`` rows and columns before it (and as many after as its result
-    holds; ``value`` outside) for :func:`copy_pads`,
-    where ``source``'s rows are no multiple of :data:`COPY_PAD_ROW_MULTIPLE` pixels and
-    the padded tensor holds at most :data:`COPY_PAD_MAX_BYTES`: it
-    becomes a fill and a copy of the rows once the helper is inlined (canonicalization
-    would fold the copy, an identity generic, into an ``insert_slice``: a ``memref.copy``
-    at run time, 3-5x slower than the gathers). True if marked: the compute found (a
-    generic without inputs whose result is ``source`` padded, reading ``source`` with
-    ``tensor.extract``)."""
+    holds; ``value`` outside) for :func:`copy_pads`, where ``source``'s rows are no multiple
+    of :data:`COPY_PAD_ROW_MULTIPLE` pixels and the padded tensor holds at most
+    :data:`COPY_PAD_MAX_BYTES`: it becomes a fill and a copy of the rows once the helper is
+    inlined (canonicalization would fold the copy, an identity generic, into an
+    ``insert_slice``: a ``memref.copy`` at run time, 3-5x slower than the gathers). True if
+    marked: the compute found (a generic without inputs whose result is ``source`` padded,
+    reading ``source`` with ``tensor.extract``)."""
     src_shape = static_shape(source.type)
     if None in src_shape or len(src_shape) != 4 or src_shape[3] % COPY_PAD_ROW_MULTIPLE == 0:
         return False

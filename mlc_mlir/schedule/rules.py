@@ -260,8 +260,9 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind, bloc
 def window_strategies(mod: Module) -> Module:
     """The rewrites for ops the rules cannot tile as they are, applied before the rules:
     named convolutions -> im2col + contraction (:func:`.conv_gemm.convs_to_gemm`), pooling
-    and depthwise convolutions -> unrolled taps (:func:`.windows.windows_to_taps`), then
-    index maps simplified with the loops' ranges (:func:`.index_maps.simplify_index_maps`;
+    and depthwise convolutions -> unrolled taps (:func:`.windows.windows_to_taps`), their
+    padded copies of narrow rows as a fill and a row copy (:func:`.rewrite_named.copy_pads`),
+    then index maps simplified with the loops' ranges (:func:`.index_maps.simplify_index_maps`;
     the contraction reads the convolution's im2col through a view), and elementwise blocks
     reading a result through an expand reshape run in its collapsed shape
     (:func:`.view_epilogues.collapse_view_epilogues`: a convolution's epilogue on the

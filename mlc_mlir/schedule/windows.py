@@ -167,7 +167,7 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
     # (gathers, whose interior vectors the build loads as runs: compiler/gathers.py), but
     # for a narrow depthwise convolution, which reads its stride phases
     value_pad = pad_value if pad_value is not None else 0.0
-    padded = wide = None
+    padded = None
     if (sh, sw) == (1, 1):
         # the padded rows rounded up to whole vectors (the pad's vectors all 8 lanes wide:
         # 114 columns went in 19-lane vectors, whose masks LLVM handles lane by lane); no
