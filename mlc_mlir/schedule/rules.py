@@ -78,6 +78,7 @@ from .index_maps import simplify_index_maps
 from .windows import windows_to_taps
 from .view_epilogues import collapse_view_epilogues
 from .payload import BlockInfo, read_blocks
+from .rule_gemv import schedule_row_stream, takes_row_stream
 from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, MIN_COLUMNS, NC_BLOCK, is_large, schedule_blocked
 from .rule_common import PARALLEL_MIN_FLOPS, contraction_of, epilogue_chain, register_tile_for, vector_lanes_or_none
 from .rule_elementwise import PARALLEL_MIN_ELEMENTS, is_copy, is_elementwise, is_gather, schedule_copy, schedule_elementwise
@@ -110,6 +111,8 @@ DECISIONS: dict[str, str] = {
                  "item of the outer batch loop",
     "epilogue_panel": "large contractions: 1: the elementwise consumers computed per iteration of the outermost "
                       "loop, once that block of the result is complete",
+    "row_stream": "one-row contractions with a large B: 1: k outside the row of columns, B read by rows "
+                  "(0: a register tile)",
 }
 
 
@@ -249,6 +252,11 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind, bloc
                           sm: RuleSampler, done: set[str]) -> set[str]:
     """The rule of a contraction: cache blocks (large), lane partial sums (``x @ w.T``) or a
     register tile; returns the names of the blocks it scheduled."""
+    if takes_row_stream(info, kind, tgt):  # one row: B streamed by rows (or, decided so, a register tile)
+        streamed = schedule_row_stream(sch, fname, info, kind, tgt, sm)
+        if streamed is not None:
+            return streamed
+        return schedule_small(sch, fname, info, kind, blocks, tgt, sm, done)
     if is_large(info, kind, tgt):
         return schedule_blocked(sch, fname, info, kind, tgt, sm, blocks, done)
     lanes = lanes_along_k(info, kind, tgt)
