@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..target import Target
 from .payload import BlockInfo
-from .rule_common import PARALLEL_MIN_FLOPS, Contraction, macs, parallel_options
+from .rule_common import PARALLEL_MIN_FLOPS, Contraction, element_bytes, macs, parallel_options
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 
@@ -44,7 +44,7 @@ def takes_row_stream(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
     cols, k = ext[kind.j], ext[kind.reduce[0]]
     b_maps = [m for m in info.maps[:info.n_inputs] if kind.j in m]
     return (cols % lanes == 0 and len(b_maps) == 1 and b_maps[0][-1] == kind.j
-            and b_maps[0][-2:-1] == (kind.reduce[0],) and cols * k * 4 >= ROW_STREAM_MIN_BYTES)
+            and b_maps[0][-2:-1] == (kind.reduce[0],) and cols * k * element_bytes(info) >= ROW_STREAM_MIN_BYTES)
 
 
 def schedule_row_stream(sch: Schedule, fname: str, info: BlockInfo, kind: Contraction, tgt: Target,
