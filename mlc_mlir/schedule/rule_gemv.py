@@ -51,7 +51,7 @@ def schedule_row_stream(sch: Schedule, fname: str, info: BlockInfo, kind: Contra
                         sm: RuleSampler) -> set[str] | None:
     """Schedule one-row contraction ``info`` with k outside the row of columns (one block
     of them per core), the columns vectorized; None when decision ``row_stream`` says no
-    (the caller's register tile then). Returns the names of the blocks scheduled (its
+    (the caller's other rules then). Returns the names of the blocks scheduled (its
     epilogue is left to the elementwise rule: one pass over a row)."""
     if not int(sm.choose("row_stream", [0, 1], 1)):
         return None

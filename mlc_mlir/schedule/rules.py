@@ -252,11 +252,10 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind, bloc
                           sm: RuleSampler, done: set[str]) -> set[str]:
     """The rule of a contraction: cache blocks (large), lane partial sums (``x @ w.T``) or a
     register tile; returns the names of the blocks it scheduled."""
-    if takes_row_stream(info, kind, tgt):  # one row: B streamed by rows (or, decided so, a register tile)
+    if takes_row_stream(info, kind, tgt):  # one row: B streamed by rows, unless decided otherwise
         streamed = schedule_row_stream(sch, fname, info, kind, tgt, sm)
         if streamed is not None:
             return streamed
-        return schedule_small(sch, fname, info, kind, blocks, tgt, sm, done)
     if is_large(info, kind, tgt):
         return schedule_blocked(sch, fname, info, kind, tgt, sm, blocks, done)
     lanes = lanes_along_k(info, kind, tgt)
