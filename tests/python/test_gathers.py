@@ -109,3 +109,23 @@ def test_a_stride_one_window_pads_its_rows_to_whole_vectors_and_copies_nothing_u
     assert "tensor<1x3x11x16xf32>" in str(padded) and windows.PAD_ROW_MULTIPLE == 8
     plain = windows_to_taps(mlc.Module.parse(str(te.create_prim_func([x, topi.nn.max_pool2d(x, 3, 1)], name="win"))))
     assert "_pad" not in str(plain) and "linalg.pooling" not in str(plain)
+
+
+@pytest.mark.parametrize("pool, ref", [
+    (lambda x: topi.nn.max_pool2d(x, 2, 2), lambda x: F.max_pool2d(x, 2, 2)),
+    (lambda x: topi.nn.avg_pool2d(x, 3, 2), lambda x: F.avg_pool2d(x, 3, 2)),
+])
+def test_strided_runs_stay_inside_the_buffer_at_both_of_its_ends(pool, ref, rewritten):
+    """A stride-2 run starts one element before its first lane's and ends at its last lane's:
+    unpadded windows read the buffer's first element at the first vector (whose run would
+    start before the buffer: it gathers) and its last element at the last vector (a run
+    from the first lane would end past it). Rows of 8 vectors: the column loop is peeled."""
+    x = te.placeholder((1, 2, 3, 129), name="x")
+    mod = mlc.Module.parse(str(te.create_prim_func([x, pool(x)], name="pool")))
+    lib = mlc.build(default_schedule(mod))
+    assert sum(rewritten) >= 1, rewritten
+    xv = np.random.default_rng(3).standard_normal((1, 2, 3, 129)).astype("float32")
+    want = ref(T(xv)).numpy()
+    out = np.zeros(want.shape, "float32")
+    lib["pool"](xv, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)

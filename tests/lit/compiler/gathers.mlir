@@ -4,12 +4,15 @@
 // run and a shuffle (compiler/gathers.py). The gather below is how a stride-2 window reads
 // its input in place: column 2 * x - 1 of row %i, clamped into [0, 31] (the padding), so
 // only the vector at the left border needs the gather; the others read 16 consecutive
-// elements and keep every second one.
+// elements and keep every second one. The run starts one element before lane 0's and ends
+// at the last lane's: it stays in the buffer at the image's last vector, and its start is
+// checked (it is off the buffer's first element). Two vectors a row: nothing to peel.
 // CHECK-LABEL: func.func @stride_two_row
-// CHECK: arith.cmpi sle
+// CHECK: %[[START:.+]] = arith.cmpi sge, %[[LANE0:.+]], %c1 : index
 // CHECK: scf.if %{{.+}} -> (vector<8xf32>) {
-// CHECK:   %[[ROW:.+]] = vector.load %{{.+}}[%{{.+}}] : memref<128xf32>, vector<16xf32>
-// CHECK:   vector.shuffle %[[ROW]], %[[ROW]] [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xf32>, vector<16xf32>
+// CHECK:   %[[FROM:.+]] = arith.subi %[[LANE0]], %c1 : index
+// CHECK:   %[[ROW:.+]] = vector.load %{{.+}}[%[[FROM]]] : memref<128xf32>, vector<16xf32>
+// CHECK:   vector.shuffle %[[ROW]], %[[ROW]] [1, 3, 5, 7, 9, 11, 13, 15] : vector<16xf32>, vector<16xf32>
 // CHECK: } else {
 // CHECK:   vector.gather
 func.func @stride_two_row(%src: memref<4x32xf32>, %dst: memref<4x16xf32>) {
@@ -48,14 +51,23 @@ func.func @stride_two_row(%src: memref<4x32xf32>, %dst: memref<4x16xf32>) {
 // The padding's select on the gathered value (the pad value where the column is outside
 // the row) moves into the branches: where the clamps are inactive its mask is the same on
 // every lane (checked: the first and the last lane agree), so the loaded run is selected by
-// one scalar; at the borders the gather and the lane-wise select run as before.
+// one scalar. The column loop (5 vectors) is then peeled: its first and last vectors, at the
+// borders, gather and select lane by lane; in the loop over the middle ones range analysis
+// proves the clamps inactive and the columns inside the row: a plain load, no branch.
 // CHECK-LABEL: func.func @padded_row
-// CHECK: scf.if %{{.+}} -> (vector<8xf32>) {
-// CHECK:   vector.load %{{.+}} : memref<128xf32>, vector<8xf32>
-// CHECK:   arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<8xf32>
-// CHECK: } else {
+// CHECK: scf.for %[[I:.+]] = %c0 to %c4 step %c1 {
 // CHECK:   vector.gather
 // CHECK:   arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<8xi1>, vector<8xf32>
+// CHECK:   vector.store %{{.+}}, %{{.+}}[%[[I]], %c0]
+// CHECK:   scf.for %[[X:.+]] = %c8 to %c25 step %c8 {
+// CHECK-NOT: scf.if
+// CHECK-NOT: vector.gather
+// CHECK:     vector.load %{{.+}} : memref<128xf32>, vector<8xf32>
+// CHECK:     vector.store %{{.+}}, %{{.+}}[%[[I]], %[[X]]]
+// CHECK:   }
+// CHECK:   vector.gather
+// CHECK:   arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<8xi1>, vector<8xf32>
+// CHECK:   vector.store %{{.+}}, %{{.+}}[%[[I]], %c32]
 func.func @padded_row(%src: memref<4x32xf32>, %dst: memref<4x40xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -128,6 +140,62 @@ func.func @transposed_column(%src: memref<8x256xf32>, %dst: memref<256x8xf32>) {
     %g = vector.gather %src[%c0, %c0][%off], %mask, %pass
         : memref<8x256xf32>, vector<8xindex>, vector<8xi1>, vector<8xf32> into vector<8xf32>
     vector.store %g, %dst[%j, %c0] : memref<256x8xf32>, vector<8xf32>
+  }
+  return
+}
+
+// Six vectors of a stride-2 row (columns 2 * x - 1 of 96) summed into an accumulator carried
+// by the column loop: the loop is peeled (its first and last vectors, then the middle ones,
+// the accumulator chained through the three). Range analysis proves the clamps inactive and
+// the run's start in the buffer in the middle loop and at the last vector (columns 79..93):
+// they load runs with no branch; the first vector (column -1 clamped) gathers.
+// CHECK-LABEL: func.func @stride_two_sum
+// CHECK: %[[FIRST:.+]] = vector.gather
+// CHECK: %[[ACC0:.+]] = arith.addf %[[FIRST]], %{{.+}} : vector<8xf32>
+// CHECK: %[[MID:.+]] = scf.for %{{.+}} = %c8 to %c33 step %c8 iter_args(%[[ACC:.+]] = %[[ACC0]]) -> (vector<8xf32>) {
+// CHECK-NOT: scf.if
+// CHECK-NOT: vector.gather
+// CHECK:   vector.load %{{.+}} : memref<288xf32>, vector<16xf32>
+// CHECK:   vector.shuffle
+// CHECK:   scf.yield
+// CHECK: }
+// CHECK-NOT: scf.if
+// CHECK-NOT: vector.gather
+// CHECK: %[[TAIL:.+]] = vector.load %{{.+}} : memref<288xf32>, vector<16xf32>
+// CHECK: %[[LAST:.+]] = vector.shuffle %[[TAIL]], %[[TAIL]] [1, 3, 5, 7, 9, 11, 13, 15]
+// CHECK: %[[SUM:.+]] = arith.addf %[[MID]], %[[LAST]] : vector<8xf32>
+// CHECK: vector.store %[[SUM]], %{{.+}}[%{{.+}}, %c0] : memref<3x8xf32>, vector<8xf32>
+func.func @stride_two_sum(%src: memref<3x96xf32>, %dst: memref<3x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %c48 = arith.constant 48 : index
+  %two = arith.constant dense<2> : vector<8xindex>
+  %one = arith.constant dense<1> : vector<8xindex>
+  %zero = arith.constant dense<0> : vector<8xindex>
+  %last = arith.constant dense<95> : vector<8xindex>
+  %width = arith.constant dense<96> : vector<8xindex>
+  %mask = arith.constant dense<true> : vector<8xi1>
+  %pass = arith.constant dense<0.0> : vector<8xf32>
+  %step = vector.step : vector<8xindex>
+  scf.for %i = %c0 to %c3 step %c1 {
+    %row = vector.broadcast %i : index to vector<8xindex>
+    %base = arith.muli %row, %width : vector<8xindex>
+    %sum = scf.for %x0 = %c0 to %c48 step %c8 iter_args(%acc = %pass) -> (vector<8xf32>) {
+      %x0v = vector.broadcast %x0 : index to vector<8xindex>
+      %x = arith.addi %step, %x0v : vector<8xindex>
+      %col2 = arith.muli %x, %two : vector<8xindex>
+      %col = arith.subi %col2, %one : vector<8xindex>
+      %above = arith.maxsi %col, %zero : vector<8xindex>
+      %clamped = arith.minsi %above, %last : vector<8xindex>
+      %off = arith.addi %base, %clamped : vector<8xindex>
+      %g = vector.gather %src[%c0, %c0][%off], %mask, %pass
+          : memref<3x96xf32>, vector<8xindex>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      %next = arith.addf %acc, %g : vector<8xf32>
+      scf.yield %next : vector<8xf32>
+    }
+    vector.store %sum, %dst[%i, %c0] : memref<3x8xf32>, vector<8xf32>
   }
   return
 }
