@@ -12,8 +12,11 @@ clamped.
 :func:`gathers_to_loads` rewrites each gather whose offset vector it can follow back to
 ``base + stride * lane`` (``vector.step``, broadcasts, constants, ``addi`` / ``subi`` /
 ``muli`` by a constant, index casts; ``minsi`` / ``maxsi`` against a lane-uniform bound,
-which hold as the identity when the run lies inside the bound) into a branch on those
-conditions::
+which hold as the identity when the run lies inside the bound; quotients and remainders
+as atoms of their own, which must cancel: a convolution's packed tiles read back at ``y[o,
+q divsi 16, q - (q divsi 16) * 16]`` are at offset ``(o * T + q divsi 16) * 16 + q - (q
+divsi 16) * 16 = o * T * 16 + q``) into a branch on those conditions (a plain load where
+there are none)::
 
     %lin = base offset of lane 0 (scalar arithmetic mirroring the vector's)
     %ok = the clamps inactive for every lane, and for stride > 1 %lin >= stride - 1
@@ -79,6 +82,8 @@ MAX_STRIDE = 4
 _ELEMENTWISE = ("arith.addi", "arith.subi", "arith.muli", "arith.index_cast", "arith.index_castui",
                 "arith.extsi", "arith.extui", "arith.trunci", "arith.maxsi", "arith.minsi",
                 "arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi")
+#: quotients and remainders: of non-uniform operands, opaque atoms (:attr:`_Lin.opaque`)
+_QUOTIENTS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi")
 #: casts keep a lane-linear vector lane-linear (index values: no wrap-around)
 _CASTS = ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci")
 
@@ -92,6 +97,10 @@ class _Lin:
     uniform: bool = False
     #: the value's constant lane-0 element, when known (a multiplier must be one)
     const: int | None = None
+    #: terms ``coefficient * atom`` of vectors that are no lane-linear (a quotient ``q divsi
+    #: 16``), by atom: the value is lane-linear when they cancel (``(q divsi 16) * 16 + (q -
+    #: (q divsi 16) * 16)`` is ``q``), as a gather's offset must
+    opaque: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -136,23 +145,33 @@ class _Analysis:
         if all(p.uniform for p in parts):
             return _Lin(0, uniform=True, const=_fold(name, [p.const for p in parts]))
         if name in _CASTS:
-            return _Lin(parts[0].stride)
+            return _Lin(parts[0].stride, opaque=parts[0].opaque)
         a, b = parts
         if name == "arith.addi":
-            return _Lin(a.stride + b.stride)
+            return _Lin(a.stride + b.stride, opaque=_combine(a.opaque, b.opaque, 1))
         if name == "arith.subi":
-            return _Lin(a.stride - b.stride)
+            return _Lin(a.stride - b.stride, opaque=_combine(a.opaque, b.opaque, -1))
         if name == "arith.muli":
             lin, k = (a, b) if b.uniform else (b, a)
             if not k.uniform or k.const is None:
                 return None
-            return _Lin(lin.stride * k.const)
+            return _Lin(lin.stride * k.const, opaque=_combine({}, lin.opaque, k.const))
         if name in ("arith.maxsi", "arith.minsi"):
             lin, bound = (a, b) if b.uniform else (b, a)
-            if not bound.uniform or lin.stride <= 0:
+            if not bound.uniform or lin.stride <= 0 or lin.opaque:
                 return None
             return _Lin(lin.stride)
+        if name in _QUOTIENTS:  # an atom of its own
+            return _Lin(0, opaque={v: 1})
         return None
+
+
+def _combine(a: dict, b: dict, k: int) -> dict:
+    """The opaque terms ``a + k * b``, those that cancel dropped."""
+    out = dict(a)
+    for atom, coef in b.items():
+        out[atom] = out.get(atom, 0) + k * coef
+    return {atom: coef for atom, coef in out.items() if coef}
 
 
 def _lanes(t: ir.Type) -> int | None:
@@ -253,8 +272,9 @@ def gathers_to_loads(fn: ir.Operation) -> int:
     for op in walk_ops(fn, ("vector.gather",)):
         if _rewrite(op):
             count += 1
-    if peel_border_iterations(fn):
-        PassManager.parse("func.func(int-range-optimizations,canonicalize,cse)").run(fn)
+    if count:
+        ranges = "int-range-optimizations," if peel_border_iterations(fn) else ""
+        PassManager.parse(f"func.func({ranges}canonicalize,cse,loop-invariant-code-motion)").run(fn)
     return count
 
 
@@ -353,7 +373,7 @@ def _rewrite(op: ir.Operation) -> bool:
     lanes_v, lanes = offsets, rtype.shape[-1]
     an = _Analysis(lanes)
     lin = an.of(lanes_v)
-    if lin is None or lin.stride < 1 or lin.stride > MAX_STRIDE or lin.uniform:
+    if lin is None or lin.opaque or lin.stride < 1 or lin.stride > MAX_STRIDE or lin.uniform:
         return False
     stride = lin.stride
     index = ir.IndexType.get()
@@ -522,7 +542,7 @@ def _uniform_mask(mask: ir.Value, em: _Emitter, conds: list[ir.Value]) -> ir.Val
     if name != "arith.cmpi":
         return None
     la, lb = (em.an.of(o) for o in op.operands)
-    if la is None or lb is None:
+    if la is None or lb is None or la.opaque or lb.opaque:
         return None
     pred = arith.CmpIPredicate(ir.IntegerAttr(op.attributes["predicate"]).value)
     a0, b0 = (em.lane0(o) for o in op.operands)

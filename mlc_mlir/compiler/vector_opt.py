@@ -6,11 +6,12 @@ on the same memref slice in every iteration) is hoisted out of the loop so that 
 in registers, and ``vector.contract`` is lowered to outer products (broadcast + FMA rows)
 instead of being unrolled element by element by the generic vector-to-LLVM lowering.
 
-The stage rewrites the gathers whose lanes read evenly spaced elements (the clamped reads
-of padding and strided windows) into a load of the run and a shuffle where their clamps
-are inactive (:mod:`.gathers`), then applies one transform sequence
-(:data:`VECTOR_OPT_SCRIPT`) to every function of a module that has vector ops (modules
-without any are left alone)::
+The stage applies one transform sequence (:data:`VECTOR_OPT_SCRIPT`) to every function of
+a module that has vector ops (modules without any are left alone), then rewrites the
+gathers whose lanes read evenly spaced elements (the clamped reads of padding and strided
+windows, a convolution's tiles copied back to NCHW) into a load of the run (and a shuffle)
+where their clamps are inactive (:mod:`.gathers`; after the sequence, since the flat view
+a run is loaded from would stop the hoisting of accumulators in the same buffer)::
 
     remaining linalg ops -> scf loops        no memref.subview of an accumulator's buffer is
                                              left (hoisting refuses buffers with views)
@@ -134,9 +135,11 @@ def optimize_vectors(module: ir.Module) -> None:
     # one function at a time: hoisting takes exactly one function handle
     funcs = [fn for fn in symbol_ops(module, defined=True).values() if _op_has_vectors(fn)]
     for fn in funcs:
-        gathers_to_loads(fn)
         reshapes_as_casts(fn)
         apply_transform(fn, script, error=LoweringError, message="stage 'vector-opt' failed")
+        # (after the hoisting: the flat view a run is loaded from stops the hoisting of any
+        # accumulator in the same buffer, a convolution's tiles copied out of its gemm's)
+        gathers_to_loads(fn)
         prefetch_row_streams(fn)
 
 

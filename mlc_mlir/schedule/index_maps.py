@@ -24,12 +24,12 @@ import math
 from functools import lru_cache
 
 from mlir import ir
-from mlir.dialects import arith, tensor
+from mlir.dialects import arith, linalg, tensor
 
 from ..ir import Module
 from .rewrite_named import rewrite_generics, static_shape
 
-__all__ = ["simplify_index_maps"]
+__all__ = ["simplify_index_maps", "linear_reads_as_extracts"]
 
 # A linear form: ((atom, coefficient), ...) sorted, and a constant. An atom is ("d", dim),
 # ("fd", form, c) (floordiv) or ("mod", form, c).
@@ -452,3 +452,144 @@ def _unit_constant(op: ir.Operation) -> bool:
     """Whether a generic reads an input at a constant index (``y[0, c, h, w]``: a batch of one)."""
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     return any(isinstance(e, ir.AffineConstantExpr) for m in maps[:-1] for e in m.results)
+
+
+#: :func:`linear_reads_as_extracts` takes blocks whose rows (the innermost dim) are a
+#: multiple of this many elements (whole 8-lane vectors)
+EXTRACT_ROW_MULTIPLE = 8
+
+
+def linear_reads_as_extracts(mod: Module) -> Module:
+    """``mod`` with each input of a block without reductions that a reduction produced and
+    that the block reads at the digits of a linear index (``y[o, q floordiv 16, q mod 16]``,
+    ``q = i * 58 + j``: a convolution's packed tiles written back to NCHW) read instead by a
+    ``tensor.extract`` in the body (a copy; ``mod`` itself when there is none).
+
+    The view :func:`_collapse_digits` reads such inputs through is refused for a
+    reduction's result (a view of its buffer stops the hoisting of its register tile's
+    accumulators), and a map with ``floordiv`` / ``mod`` is no plain read: the block ran as
+    scalar loops (ResNet-18's 3x3 convolutions at 56 x 56, one image: the copy of 200 K
+    elements). As an extract it is plain: the rules vectorize it (and compute its epilogue
+    on its rows), linalg's vectorizer makes the read a gather whose offsets
+    (``(o * T + q div 16) * 16 + q - (q div 16) * 16``) :mod:`mlc_mlir.compiler.gathers`
+    follows to ``o * T * 16 + q``: consecutive lanes, a vector load."""
+    return rewrite_generics(mod, _linear_read_input, _linear_reads_to_extracts)
+
+
+def _flat_offset(ranges: _Ranges, forms: list[_Lin], shape: list[int | None]) -> _Lin | None:
+    """The row-major element offset of a read at ``forms`` of a static ``shape``."""
+    if None in shape:
+        return None
+    off: _Lin = ((), 0)
+    stride = 1
+    for f, size in zip(reversed(forms), reversed(shape)):
+        off = ranges.add(off, _scale(f, stride))
+        stride *= size
+    return off
+
+
+def _linear_read(op: ir.Operation, i: int, maps: list[ir.AffineMap], ranges: _Ranges) -> bool:
+    """Whether input ``i`` of ``op`` is read as :func:`linear_reads_as_extracts` takes."""
+    if _reduces(op) or not _reduces(op.operands[i].owner) or _plain_map(maps[i]):
+        return False
+    src, shape, forms = _input_forms(op, i, maps, ranges)
+    if forms is None:
+        return False
+    off = _flat_offset(ranges, forms, shape)
+    last = maps[-1].results[-1] if maps[-1].results else None
+    if off is None or not isinstance(last, ir.AffineDimExpr) or any(a[0] != "d" for a, _ in off[0]):
+        return False
+    row = ranges.extents[last.position]
+    if row is None or row % EXTRACT_ROW_MULTIPLE:
+        return False
+    return dict(off[0]).get(("d", last.position)) == 1  # (consecutive along the vectorized dim)
+
+
+def _plain_map(m: ir.AffineMap) -> bool:
+    return all(isinstance(e, (ir.AffineDimExpr, ir.AffineConstantExpr)) for e in m.results)
+
+
+def _maps_and_ranges(op: ir.Operation) -> tuple[list[ir.AffineMap], _Ranges] | None:
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    operands = list(op.operands)
+    if len(maps) != len(operands) or not all(isinstance(v.type, ir.RankedTensorType) for v in operands):
+        return None
+    shapes = [static_shape(v.type) for v in operands]
+    return maps, _Ranges(_extents(maps, shapes, maps[0].n_dims))
+
+
+def _linear_read_input(op: ir.Operation) -> bool:
+    got = _maps_and_ranges(op)
+    if got is None:
+        return False
+    maps, ranges = got
+    n_inputs = len(op.operands) - len(op.results)
+    return any(_linear_read(op, i, maps, ranges) for i in range(n_inputs))
+
+
+def _linear_reads_to_extracts(op: ir.Operation) -> bool:
+    got = _maps_and_ranges(op)
+    if got is None:
+        return False
+    maps, ranges = got
+    n_inputs = len(op.operands) - len(op.results)
+    taken = [i for i in range(n_inputs) if _linear_read(op, i, maps, ranges)]
+    if not taken:
+        return False
+    keep = [i for i in range(len(op.operands)) if i not in taken]
+    inputs = [op.operands[i] for i in keep if i < n_inputs]
+    outputs = list(op.operands[n_inputs:])
+    old = op.regions[0].blocks[0]
+    with ir.InsertionPoint(op), op.location:
+        new = linalg.GenericOp([r.type for r in op.results], inputs, outputs,
+                               ir.ArrayAttr.get([ir.AffineMapAttr.get(maps[i]) for i in keep]),
+                               op.attributes["iterator_types"])
+        for k in range(len(op.attributes)):
+            named = op.attributes[k]
+            if named.name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
+                new.attributes[named.name] = named.attr
+        block = new.regions[0].blocks.append(*[old.arguments[i].type for i in keep])
+        with ir.InsertionPoint(block):
+            index_of: dict = {}
+            for i in taken:
+                src = op.operands[i]
+                idx = [_index_value(e, index_of) for e in maps[i].results]
+                old.arguments[i].replace_all_uses_with(tensor.ExtractOp(src, idx).result)
+            for k, i in enumerate(keep):
+                old.arguments[i].replace_all_uses_with(block.arguments[k])
+            for inner in list(old.operations):
+                inner.detach_from_parent()
+                ir.InsertionPoint(block).insert(inner)
+    for r_old, r_new in zip(op.results, new.results):
+        r_old.replace_all_uses_with(r_new)
+    op.erase()
+    return True
+
+
+def _index_value(e: ir.AffineExpr, memo: dict) -> ir.Value:
+    """``e`` of the generic's loop indices as arith ops on ``index`` (at the current
+    insertion point); ``floordiv`` by a positive constant as ``divsi`` and ``mod`` as
+    ``e - (e divsi c) * c`` (the operands are not negative: the map read in bounds), the
+    same quotient value for both, which :mod:`mlc_mlir.compiler.gathers` cancels."""
+    key = str(e)
+    if key in memo:
+        return memo[key]
+    index = ir.IndexType.get()
+    if isinstance(e, ir.AffineDimExpr):
+        v = linalg.IndexOp(e.position).result
+    elif isinstance(e, ir.AffineConstantExpr):
+        v = arith.ConstantOp(index, e.value).result
+    elif isinstance(e, ir.AffineAddExpr):
+        v = arith.addi(_index_value(e.lhs, memo), _index_value(e.rhs, memo))
+    elif isinstance(e, ir.AffineMulExpr):
+        v = arith.muli(_index_value(e.lhs, memo), _index_value(e.rhs, memo))
+    elif isinstance(e, (ir.AffineFloorDivExpr, ir.AffineModExpr)):
+        q = _index_value(ir.AffineFloorDivExpr.get(e.lhs, e.rhs), memo) if isinstance(e, ir.AffineModExpr) else None
+        if q is None:
+            v = arith.divsi(_index_value(e.lhs, memo), _index_value(e.rhs, memo))
+        else:
+            v = arith.subi(_index_value(e.lhs, memo), arith.muli(q, _index_value(e.rhs, memo)))
+    else:  # pragma: no cover - _linear_read takes linear forms only (no ceildiv, no symbols)
+        raise ValueError(f"not an index expression: {e}")
+    memo[key] = v
+    return v

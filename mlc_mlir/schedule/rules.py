@@ -74,7 +74,7 @@ from ..ir import Module
 from ..target import Target
 from .conv_gemm import convs_to_gemm
 from .rewrite_named import copy_pads
-from .index_maps import simplify_index_maps
+from .index_maps import linear_reads_as_extracts, simplify_index_maps
 from .windows import windows_to_taps
 from .view_epilogues import collapse_view_epilogues
 from .payload import BlockInfo, read_blocks
@@ -270,11 +270,15 @@ def window_strategies(mod: Module) -> Module:
     and depthwise convolutions -> unrolled taps (:func:`.windows.windows_to_taps`), their
     padded copies of narrow rows as a fill and a row copy (:func:`.rewrite_named.copy_pads`),
     then index maps simplified with the loops' ranges (:func:`.index_maps.simplify_index_maps`;
-    the contraction reads the convolution's im2col through a view), and elementwise blocks
+    the contraction reads the convolution's im2col through a view), a contraction's result
+    read at the digits of a linear index read by ``tensor.extract``
+    (:func:`.index_maps.linear_reads_as_extracts`: packed tiles copied back to NCHW as
+    vectors), and elementwise blocks
     reading a result through an expand reshape run in its collapsed shape
     (:func:`.view_epilogues.collapse_view_epilogues`: a convolution's epilogue on the
     contraction's tile)."""
-    return collapse_view_epilogues(simplify_index_maps(copy_pads(windows_to_taps(convs_to_gemm(mod)))))
+    mod = linear_reads_as_extracts(simplify_index_maps(copy_pads(windows_to_taps(convs_to_gemm(mod)))))
+    return collapse_view_epilogues(mod)
 
 
 def graph_default_schedule(mod: Module, target: Target | str | None, opt_level: int) -> Module:

@@ -199,3 +199,72 @@ func.func @stride_two_sum(%src: memref<3x96xf32>, %dst: memref<3x8xf32>) {
   }
   return
 }
+
+// A read of packed tiles y[o, t, l] at the digits of a linear index (q = 58 * i + j:
+// t = q divsi 16, l = q - t * 16), as a convolution copies its tiles back to NCHW. The
+// quotient is an atom of its own in the offset (o * 203 + t) * 16 + l, and it cancels:
+// the offset is o * 3248 + q, consecutive along the lanes, a plain load with no branch.
+// CHECK-LABEL: func.func @tiles_to_rows
+// CHECK-NOT: vector.gather
+// CHECK-NOT: scf.if
+// CHECK: vector.load %{{.+}} : memref<207872xf32>, vector<8xf32>
+func.func @tiles_to_rows(%y: memref<64x203x16xf32>, %dst: memref<64x56x56xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c56 = arith.constant 56 : index
+  %c64 = arith.constant 64 : index
+  %w = arith.constant dense<58> : vector<8xindex>
+  %sixteen = arith.constant dense<16> : vector<8xindex>
+  %tiles = arith.constant dense<203> : vector<8xindex>
+  %mask = arith.constant dense<true> : vector<8xi1>
+  %pass = arith.constant dense<0.0> : vector<8xf32>
+  %step = vector.step : vector<8xindex>
+  scf.for %o = %c0 to %c64 step %c1 {
+    %ov = vector.broadcast %o : index to vector<8xindex>
+    scf.for %i = %c0 to %c56 step %c1 {
+      %iv = vector.broadcast %i : index to vector<8xindex>
+      %row = arith.muli %iv, %w : vector<8xindex>
+      scf.for %j0 = %c0 to %c56 step %c8 {
+        %jv = vector.broadcast %j0 : index to vector<8xindex>
+        %j = arith.addi %step, %jv : vector<8xindex>
+        %q = arith.addi %row, %j : vector<8xindex>
+        %t = arith.divsi %q, %sixteen : vector<8xindex>
+        %t16 = arith.muli %t, %sixteen : vector<8xindex>
+        %l = arith.subi %q, %t16 : vector<8xindex>
+        %ot = arith.muli %ov, %tiles : vector<8xindex>
+        %row_t = arith.addi %ot, %t : vector<8xindex>
+        %base = arith.muli %row_t, %sixteen : vector<8xindex>
+        %off = arith.addi %base, %l : vector<8xindex>
+        %g = vector.gather %y[%c0, %c0, %c0][%off], %mask, %pass
+            : memref<64x203x16xf32>, vector<8xindex>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+        vector.store %g, %dst[%o, %i, %j0] : memref<64x56x56xf32>, vector<8xf32>
+      }
+    }
+  }
+  return
+}
+
+// A remainder alone does not cancel (l = q mod 16 read at y[0, 0, l]: lanes wrap around
+// within the tile): the gather stays.
+// CHECK-LABEL: func.func @wrapped_lanes
+// CHECK-NOT: vector.load
+// CHECK: vector.gather
+func.func @wrapped_lanes(%y: memref<1x1x16xf32>, %dst: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %sixteen = arith.constant dense<16> : vector<8xindex>
+  %mask = arith.constant dense<true> : vector<8xi1>
+  %pass = arith.constant dense<0.0> : vector<8xf32>
+  %step = vector.step : vector<8xindex>
+  scf.for %j0 = %c0 to %c64 step %c8 {
+    %jv = vector.broadcast %j0 : index to vector<8xindex>
+    %q = arith.addi %step, %jv : vector<8xindex>
+    %l = arith.remsi %q, %sixteen : vector<8xindex>
+    %g = vector.gather %y[%c0, %c0, %c0][%l], %mask, %pass
+        : memref<1x1x16xf32>, vector<8xindex>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+    vector.store %g, %dst[%j0] : memref<64xf32>, vector<8xf32>
+  }
+  return
+}
