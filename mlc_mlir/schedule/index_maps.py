@@ -518,24 +518,25 @@ def _maps_and_ranges(op: ir.Operation) -> tuple[list[ir.AffineMap], _Ranges] | N
     return maps, _Ranges(_extents(maps, shapes, maps[0].n_dims))
 
 
-def _linear_read_input(op: ir.Operation) -> bool:
+def _linear_inputs(op: ir.Operation) -> tuple[list[ir.AffineMap], list[int]]:
+    """The generic's maps and the inputs :func:`linear_reads_as_extracts` takes."""
     got = _maps_and_ranges(op)
     if got is None:
-        return False
+        return [], []
     maps, ranges = got
     n_inputs = len(op.operands) - len(op.results)
-    return any(_linear_read(op, i, maps, ranges) for i in range(n_inputs))
+    return maps, [i for i in range(n_inputs) if _linear_read(op, i, maps, ranges)]
+
+
+def _linear_read_input(op: ir.Operation) -> bool:
+    return bool(_linear_inputs(op)[1])
 
 
 def _linear_reads_to_extracts(op: ir.Operation) -> bool:
-    got = _maps_and_ranges(op)
-    if got is None:
-        return False
-    maps, ranges = got
-    n_inputs = len(op.operands) - len(op.results)
-    taken = [i for i in range(n_inputs) if _linear_read(op, i, maps, ranges)]
+    maps, taken = _linear_inputs(op)
     if not taken:
         return False
+    n_inputs = len(op.operands) - len(op.results)
     keep = [i for i in range(len(op.operands)) if i not in taken]
     inputs = [op.operands[i] for i in keep if i < n_inputs]
     outputs = list(op.operands[n_inputs:])
