@@ -129,3 +129,22 @@ def test_strided_runs_stay_inside_the_buffer_at_both_of_its_ends(pool, ref, rewr
     out = np.zeros(want.shape, "float32")
     lib["pool"](xv, out)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["max_pool_stride2", "depthwise_stride2"])
+def test_strided_windows_of_a_symbolic_batch_equal_torch(name, rewritten):
+    """A symbolic batch (the flat view's size dynamic, the batch loop's range unknown to range
+    analysis): the column loop is still peeled and the runs' checks still hold."""
+    build, wshape, ref = CASES[name]
+    x = te.placeholder(("n", 5, 23, 96), name="x")
+    args = [x] if wshape is None else [x, te.placeholder(wshape, name="w")]
+    mod = mlc.Module.parse(str(te.create_prim_func([*args, build(*args)], name="win")))
+    lib = mlc.build(default_schedule(mod))
+    assert sum(rewritten) >= 1, rewritten
+    rng = np.random.default_rng(5)
+    xv = -np.abs(rng.standard_normal((3, 5, 23, 96))).astype("float32") - 0.5
+    vals = [xv] if wshape is None else [xv, rng.standard_normal(wshape).astype("float32")]
+    want = ref(*map(T, vals)).numpy()
+    out = np.zeros(want.shape, "float32")
+    lib["win"](*vals, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
