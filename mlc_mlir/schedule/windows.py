@@ -24,8 +24,9 @@ build loads every gather whose clamps are inactive as one run of ``stride * lane
 elements and a shuffle (:mod:`mlc_mlir.compiler.gathers`), so only the border vectors
 gather. MobileNet-v2's 96-channel stride-2 depthwise layer (112 -> 56, one image, one
 thread): 2.4 ms read from its padded stride phases (a compute each, 38 MB at batch 8),
-0.8-1.1 ms in place. A narrow strided depthwise convolution (:func:`reads_in_place`: rows
-of few vectors, all touching the border, whose phases fit in the caches) reads its input
+0.8-1.1 ms in place (0.47-0.61 since the interior's runs are branch-free). A narrow strided
+depthwise convolution (:func:`reads_in_place`: rows of 14 or 7 pixels, all of their vectors
+touching the border) reads its input
 padded and split in its stride phases (:func:`_phases`: phase ``(py,
 px)`` holds the padded pixels ``(s * r + py, s * q + px)``), every tap a unit-stride shift
 of one phase, so the taps are elementwise and the rules fuse the epilogue on their rows.
@@ -62,9 +63,7 @@ MAX_TAPS = 64
 #: of a row's vectors then lie inside the image, loaded as runs): :func:`reads_in_place`
 IN_PLACE_WIDTH = 48
 #: narrower ones whose width is a multiple of this (rows of 4-lane vectors) read in place too
-#: when their stride phases would outgrow :data:`PHASES_MAX_BYTES`
 IN_PLACE_LANES = 4
-PHASES_MAX_BYTES = 4 << 20
 #: the padded copy of a stride-1 window's input, and the stride phases, have rows of a
 #: multiple of this many columns (the copies' vectors all of 8 lanes, see
 #: :func:`.rule_elementwise.vector_factor`); the taps read the columns they need
@@ -77,27 +76,21 @@ def windows_to_taps(mod: Module) -> Module:
     return rewrite_named(mod, WINDOW_OPS, _helper, "window-taps")
 
 
-def reads_in_place(data_shape: tuple, out_shape: tuple, strides: tuple[int, int]) -> bool:
-    """Whether a strided depthwise convolution of ``data_shape`` (NCHW, a dynamic batch
-    None) to ``out_shape`` reads its input in place rather than from its stride phases.
+def reads_in_place(out_width: int) -> bool:
+    """Whether a strided depthwise convolution whose output rows are ``out_width`` pixels
+    reads its input in place rather than from its stride phases.
 
-    In place, a vector whose lanes miss the image's border is loaded as a run; one that
-    touches it gathers. Rows of at least :data:`IN_PLACE_WIDTH` pixels read in place; rows
-    of a multiple of :data:`IN_PLACE_LANES` too when the phases (all of the batch, written
-    before the taps read them) would exceed :data:`PHASES_MAX_BYTES`. MobileNet-v2, one
-    thread: 112 -> 56 at 96 channels, one image: phases 1.6-2.4 ms, in place 0.8-1.1; 56 ->
-    28 at 144 channels (28 = 7 vectors of 4 lanes): one image, phases 2.1 MB, 0.35 ms
-    against 0.54 in place; eight images, 17 MB of phases, 11-14 ms against 4.1-4.8."""
-    ow = out_shape[3]
-    if ow >= IN_PLACE_WIDTH:
+    In place, a vector whose lanes miss the image's border is loaded as a run (the column
+    loop peeled, the interior's runs branch-free: :mod:`mlc_mlir.compiler.gathers`); one that
+    touches it gathers. Rows of at least :data:`IN_PLACE_WIDTH` pixels read in place, and rows
+    of whole 4-lane vectors (a multiple of :data:`IN_PLACE_LANES`, at least four of them).
+    MobileNet-v2, one thread: 112 -> 56 at 96 channels, one image: phases 1.6-2.4 ms, in
+    place 0.47-0.61; 56 -> 28 at 144 channels, one image: phases 0.35 ms, in place 0.22 (two
+    threads 0.30 -> 0.11; before the peeled runs in place was 0.54, and the phases stayed
+    where they fit in 4 MB); rows of 14 pixels: phases 0.17 ms, in place 0.30."""
+    if out_width >= IN_PLACE_WIDTH:
         return True
-    if ow % IN_PLACE_LANES or ow < 4 * IN_PLACE_LANES:
-        return False
-    n, c, oh = data_shape[0], data_shape[1], out_shape[2]
-    if n is None:
-        return True
-    padded_w = ow + 1 + (-(ow + 1) % PAD_ROW_MULTIPLE)
-    return n * c * strides[0] * strides[1] * (oh + 1) * padded_w * 4 > PHASES_MAX_BYTES
+    return out_width % IN_PLACE_LANES == 0 and out_width >= 4 * IN_PLACE_LANES
 
 
 def _phases(a: Any, window: tuple[int, int], strides: tuple[int, int], dilations: tuple[int, int],
@@ -175,7 +168,7 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
         wide = (top, left, pads[2], pads[3] + (-(dshape[3] + left + pads[3]) % PAD_ROW_MULTIPLE))
         padded = pad_hw(a, wide if any(pads) else pads, value_pad, named=False)
     phases = (_phases(a, (kh, kw), (sh, sw), (dh, dw), pads, value_pad, oshape[2:])
-              if kind == DEPTHWISE and (sh, sw) != (1, 1) and not reads_in_place(dshape, oshape, (sh, sw)) else None)
+              if kind == DEPTHWISE and (sh, sw) != (1, 1) and not reads_in_place(oshape[3]) else None)
 
     def tap(n: Any, c: Any, y: Any, x: Any, ky: int, kx: int) -> Any:
         if phases is not None:

@@ -48,12 +48,9 @@ CASES = {
 
 @pytest.mark.parametrize("width", [56, 67, 96])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_strided_windows_load_their_interior_and_equal_torch(name, width, rewritten, monkeypatch):
-    """Widths 67 and 96: a depthwise convolution's output rows of 34 pixels (its stride
-    phases) and 48 (in place, 8-lane vectors); 56 with the phases' limit at 0: 28 pixels in
-    place in 4-lane vectors."""
-    if width == 56:
-        monkeypatch.setattr(windows, "PHASES_MAX_BYTES", 0)
+def test_strided_windows_load_their_interior_and_equal_torch(name, width, rewritten):
+    """Widths 67, 96 and 56: a depthwise convolution's output rows of 34 pixels (its stride
+    phases), 48 (in place, 8-lane vectors) and 28 (in place, 4-lane vectors)."""
     build, wshape, ref = CASES[name]
     x = te.placeholder((2, 5, 23, width), name="x")
     args = [x] if wshape is None else [x, te.placeholder(wshape, name="w")]
@@ -74,16 +71,16 @@ def test_strided_windows_load_their_interior_and_equal_torch(name, width, rewrit
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("data, out, in_place", [
-    ((1, 96, 112, 112), (1, 96, 56, 56), True),     # rows of 56: most vectors inside the image
-    ((1, 144, 56, 56), (1, 144, 28, 28), False),    # 28 = 7 x 4 lanes, but 2.1 MB of phases fit
-    ((8, 144, 56, 56), (8, 144, 28, 28), True),     # 17 MB of phases: in place, 4-lane vectors
-    ((None, 144, 56, 56), (None, 144, 28, 28), True),  # a dynamic batch: any size
-    ((8, 192, 28, 28), (8, 192, 14, 14), False),    # 14: no 4-lane vectors, the phases
+@pytest.mark.parametrize("width, in_place", [
+    (56, True),   # MobileNet-v2's 112 -> 56: most vectors inside the image
+    (28, True),   # 56 -> 28: 7 x 4 lanes
+    (14, False),  # 28 -> 14: no 4-lane vectors, the phases
+    (7, False),   # 14 -> 7
+    (12, False),  # three 4-lane vectors: too few
 ])
-def test_strided_depthwise_reads_in_place_where_rows_have_interior_vectors(data, out, in_place):
+def test_strided_depthwise_reads_in_place_where_rows_have_interior_vectors(width, in_place):
     """MobileNet-v2's stride-2 depthwise convolutions (measured: see reads_in_place)."""
-    assert reads_in_place(data, out, (2, 2)) == in_place
+    assert reads_in_place(width) == in_place
 
 
 def test_a_lookup_keeps_its_gather(rewritten):
