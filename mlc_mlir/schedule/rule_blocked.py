@@ -26,9 +26,9 @@ from .schedule import Schedule
 from .trace import BlockRV, LoopRV
 
 __all__ = ["LARGE_MACS", "K_BLOCK", "MIN_COLUMNS", "NC_BLOCK", "NC_LARGE_L2", "LARGE_L2", "KC_BLOCK", "K_UNROLL",
-           "NC_PEELED", "KC_PEELED", "FEW_COLUMNS_PANEL_BYTES", "FEW_ROWS", "PACKED_MIN_COLUMNS", "PACKED_MIN_MACS",
+           "NC_PEELED", "KC_PEELED", "UNROLL_MAX_REGISTERS", "FEW_COLUMNS_PANEL_BYTES", "FEW_ROWS", "PACKED_MIN_COLUMNS", "PACKED_MIN_MACS",
            "LINE_BYTES",
-           "is_large", "schedule_blocked"]
+           "is_large", "schedule_blocked", "k_unroll_cap"]
 
 #: contractions from this many multiply-adds (with a reduction of at least K_BLOCK and
 #: MIN_COLUMNS columns) get cache blocks (NC_BLOCK x KC_BLOCK panels of B, one block of
@@ -63,8 +63,19 @@ KC_BLOCK = 512
 NC_LARGE_L2 = 128
 LARGE_L2 = 1 << 20
 #: the large-contraction rule unrolls its k loop by up to this many steps (matmul 1024: by 8,
-#: 1.01-1.04x NumPy's one-thread time against 1.03-1.06x by 1, one process, interleaved)
+#: 1.01-1.04x NumPy's one-thread time against 1.03-1.06x by 1, one process, interleaved) on
+#: targets of at most :data:`UNROLL_MAX_REGISTERS` vector registers; not at all on more
+#: (:func:`k_unroll_cap`)
 K_UNROLL = 8
+#: the most vector registers of a target whose k loop is unrolled: AVX-512's 14 x 32 tile
+#: holds 28 of the 32 registers, and the machine schedulers of LLVM's Skylake-server,
+#: Ice Lake and Rocket Lake models hoist every unrolled step's B loads above the FMAs and
+#: spill (212 stack accesses in the k loop's code, 28 unrolled by 1): matmul 1024, one
+#: thread, on an AVX-512 Xeon that LLVM names ``rocketlake``: 78 GFLOP/s unrolled by 8, 140
+#: by 2, 152-160 by 1; 1024 x 3072 x 768 78 / 88 / 147 (the Sapphire Rapids model: 161
+#: against 156). AVX2's 6 x 16 tile on the same host by 8 / by 1: 121 / 115 (Skylake
+#: model), 118 / 117 (Zen 3), 123 / 118 (Haswell).
+UNROLL_MAX_REGISTERS = 16
 #: the column block when its full register tiles leave a partial one (peeled): wider, so
 #: that the partial tile is a small part of it (1000 columns: 200, 12 full tiles of 16 + 8),
 #: and k's block then smaller (a 250 x 200 panel of B): matmul 1000 1.10-1.13x NumPy's
@@ -197,7 +208,7 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     (it, ir), mr = register_rows(sm, sch, ib, rows, cols.mr_cap)
     j0, jb = sch.split(loops[kind.j], [None, cols.nc])
     jt, jr = sch.split(jb, [None, cols.nr])
-    k0, k1, kr, ku = _k_blocks(sch, sm, loops[kd], ext[kd], cols.col_peel,
+    k0, k1, kr, ku = _k_blocks(sch, sm, loops[kd], ext[kd], cols.col_peel, k_unroll_cap(tgt),
                                ej * element_bytes(info) if ej <= FEW_COLUMNS else None)
     outer = [j0, ip] if on_cols else [ip, j0]
     producer = view_producer(info, kind, blocks, scheduled)
@@ -311,13 +322,20 @@ def _a_block_leaves_l2(info: BlockInfo, kind: Contraction, tgt: Target) -> bool:
     return l2 >= LARGE_L2 and rows * min(k, KC_BLOCK) * size > l2 // 2
 
 
-def _k_blocks(sch: Schedule, sm: RuleSampler, k: LoopRV, ek: int, col_peel: bool,
+def k_unroll_cap(tgt: Target) -> int:
+    """The most k steps the large-contraction rule unrolls on ``tgt`` by default:
+    :data:`K_UNROLL`, or 1 on targets of more than :data:`UNROLL_MAX_REGISTERS` vector
+    registers (the unrolled loads spill there)."""
+    return K_UNROLL if tgt.vector_registers <= UNROLL_MAX_REGISTERS else 1
+
+
+def _k_blocks(sch: Schedule, sm: RuleSampler, k: LoopRV, ek: int, col_peel: bool, unroll_cap: int,
               row_bytes: int | None = None) -> tuple[LoopRV, LoopRV, LoopRV, int]:
     """k by KC (decision ``k_block``: 64 to 1024, default :data:`KC_BLOCK`, or
     :data:`KC_PEELED` with peeled columns, or with few columns -- ``row_bytes``, the bytes
     of one k step of B -- the largest whose panel fits :data:`FEW_COLUMNS_PANEL_BYTES`),
-    then KC by the k steps unrolled inside the tile's rows (decision ``k_unroll``, up to
-    :data:`K_UNROLL`): fewer loop branches and address updates between the FMAs (unrolled
+    then KC by the k steps unrolled inside the tile's rows (decision ``k_unroll``: the
+    divisors of KC up to :data:`K_UNROLL`, by default the largest up to ``unroll_cap``): fewer loop branches and address updates between the FMAs (unrolled
     outside the rows, each k step's 6 row updates chain from the loop's tile tensor again:
     bufferization then copies the tile at every step, 1 GFLOP/s). Returns ``k0, k1, kr``
     and the unroll."""
@@ -327,7 +345,7 @@ def _k_blocks(sch: Schedule, sm: RuleSampler, k: LoopRV, ek: int, col_peel: bool
         kc_block = min(kc_block, FEW_COLUMNS_PANEL_BYTES // row_bytes)
     kc = sm.choose("k_block", kc_opts, max(d for d in kc_opts if d <= max(kc_block, kc_opts[0])))
     k0, k1 = sch.split(k, [None, kc])
-    ku = int(sm.choose("k_unroll", divisors(int(kc), K_UNROLL), largest_divisor(int(kc), K_UNROLL)))
+    ku = int(sm.choose("k_unroll", divisors(int(kc), K_UNROLL), largest_divisor(int(kc), unroll_cap)))
     k1, kr = sch.split(k1, [None, ku])
     return k0, k1, kr, ku
 

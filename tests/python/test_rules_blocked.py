@@ -435,3 +435,21 @@ def test_b_of_unaligned_rows_from_the_arguments_is_packed(monkeypatch, b, m, k, 
     import mlc_mlir.target as target_mod
     monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: l2)
     _blocked_equals_numpy(b, m, k, n, "llvm -num-cores=1", large, seed=8)
+
+
+@pytest.mark.parametrize("target,unroll", [("llvm -mcpu=haswell -num-cores=1", 8),
+                                           ("llvm -mcpu=znver3 -num-cores=1", 8),
+                                           ("llvm -mcpu=skylake-avx512 -num-cores=1", 1),
+                                           ("llvm -mcpu=sapphirerapids -num-cores=1", 1)])
+def test_k_unrolled_by_default_only_with_16_registers(target, unroll):
+    """k is unrolled by 8 inside AVX2's 6 x 16 tile; AVX-512's 14 x 32 tile (28 of 32
+    registers) keeps k rolled: unrolled, LLVM's Skylake-server scheduling spilled the tile
+    (matmul 1024 78 against 152 GFLOP/s). The decision still offers every unroll."""
+    sch = Schedule(matmul())
+    apply_rules(sch, target, tunable=True)
+    text = str(sch.trace)
+    m = re.search(r'candidates=\[([0-9, ]+)\][^\n]*label="Y.k_unroll", decision=(\d+)', text)
+    options = [int(x) for x in m.group(1).split(",")]
+    assert options == [1, 2, 4, 8] and options[int(m.group(2))] == unroll
+    if mlc.target.Target.of(target).is_host:
+        run(sch.mod)
