@@ -26,7 +26,7 @@ from .schedule import Schedule
 from .trace import BlockRV, LoopRV
 
 __all__ = ["LARGE_MACS", "K_BLOCK", "MIN_COLUMNS", "NC_BLOCK", "NC_LARGE_L2", "LARGE_L2", "KC_BLOCK", "K_UNROLL",
-           "NC_PEELED", "KC_PEELED", "UNROLL_MAX_REGISTERS", "FEW_COLUMNS_PANEL_BYTES", "FEW_ROWS", "PACKED_MIN_COLUMNS", "PACKED_MIN_MACS",
+           "NC_PEELED", "KC_PEELED", "UNROLL_MAX_REGISTERS", "KC_LARGE_L2", "FEW_COLUMNS_PANEL_BYTES", "FEW_ROWS", "PACKED_MIN_COLUMNS", "PACKED_MIN_MACS",
            "LINE_BYTES",
            "is_large", "schedule_blocked", "k_unroll_cap"]
 
@@ -62,6 +62,12 @@ KC_BLOCK = 512
 #: -> 154 GFLOP/s (256 columns: 151), 1024 x 3072 x 768 168 / 170 (256: 148); torch 168-173
 NC_LARGE_L2 = 128
 LARGE_L2 = 1 << 20
+#: KC on such a core (the panel of B at most 1024 x 128 f32 = 512 KiB, a quarter of a 2 MiB
+#: L2): a reduction of 768 in one block instead of two of 384. AVX-512 Xeon (2 MiB L2), one
+#: thread, interleaved: BERT's 1024 x 768 x 3072 138 -> 146 GFLOP/s, 1024 x 768 x 2304 146
+#: -> 154, 1024 x 768 x 768 144 -> 153, 1024 x 3072 x 768 153 -> 159 (KC 1024; 768: 161);
+#: matmul 1024 the same (148 / 148; two threads 294 / 296)
+KC_LARGE_L2 = 1024
 #: the large-contraction rule unrolls its k loop by up to this many steps (matmul 1024: by 8,
 #: 1.01-1.04x NumPy's one-thread time against 1.03-1.06x by 1, one process, interleaved) on
 #: targets of at most :data:`UNROLL_MAX_REGISTERS` vector registers; not at all on more
@@ -208,7 +214,7 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     (it, ir), mr = register_rows(sm, sch, ib, rows, cols.mr_cap)
     j0, jb = sch.split(loops[kind.j], [None, cols.nc])
     jt, jr = sch.split(jb, [None, cols.nr])
-    k0, k1, kr, ku = _k_blocks(sch, sm, loops[kd], ext[kd], cols.col_peel, k_unroll_cap(tgt),
+    k0, k1, kr, ku = _k_blocks(sch, sm, tgt, loops[kd], ext[kd], cols.col_peel,
                                ej * element_bytes(info) if ej <= FEW_COLUMNS else None)
     outer = [j0, ip] if on_cols else [ip, j0]
     producer = view_producer(info, kind, blocks, scheduled)
@@ -329,23 +335,25 @@ def k_unroll_cap(tgt: Target) -> int:
     return K_UNROLL if tgt.vector_registers <= UNROLL_MAX_REGISTERS else 1
 
 
-def _k_blocks(sch: Schedule, sm: RuleSampler, k: LoopRV, ek: int, col_peel: bool, unroll_cap: int,
+def _k_blocks(sch: Schedule, sm: RuleSampler, tgt: Target, k: LoopRV, ek: int, col_peel: bool,
               row_bytes: int | None = None) -> tuple[LoopRV, LoopRV, LoopRV, int]:
-    """k by KC (decision ``k_block``: 64 to 1024, default :data:`KC_BLOCK`, or
+    """k by KC (decision ``k_block``: 64 to 1024, default :data:`KC_BLOCK` (or
+    :data:`KC_LARGE_L2` where the target's L2 holds :data:`LARGE_L2`), or
     :data:`KC_PEELED` with peeled columns, or with few columns -- ``row_bytes``, the bytes
     of one k step of B -- the largest whose panel fits :data:`FEW_COLUMNS_PANEL_BYTES`),
     then KC by the k steps unrolled inside the tile's rows (decision ``k_unroll``: the
-    divisors of KC up to :data:`K_UNROLL`, by default the largest up to ``unroll_cap``): fewer loop branches and address updates between the FMAs (unrolled
+    divisors of KC up to :data:`K_UNROLL`, by default the largest up to
+    :func:`k_unroll_cap`): fewer loop branches and address updates between the FMAs (unrolled
     outside the rows, each k step's 6 row updates chain from the loop's tile tensor again:
     bufferization then copies the tile at every step, 1 GFLOP/s). Returns ``k0, k1, kr``
     and the unroll."""
     kc_opts = [d for d in divisors(ek, 1024) if d >= 64] or [ek]
-    kc_block = KC_PEELED if col_peel else KC_BLOCK
+    kc_block = KC_PEELED if col_peel else KC_LARGE_L2 if (tgt.l2_bytes or 0) >= LARGE_L2 else KC_BLOCK
     if row_bytes:
         kc_block = min(kc_block, FEW_COLUMNS_PANEL_BYTES // row_bytes)
     kc = sm.choose("k_block", kc_opts, max(d for d in kc_opts if d <= max(kc_block, kc_opts[0])))
     k0, k1 = sch.split(k, [None, kc])
-    ku = int(sm.choose("k_unroll", divisors(int(kc), K_UNROLL), largest_divisor(int(kc), unroll_cap)))
+    ku = int(sm.choose("k_unroll", divisors(int(kc), K_UNROLL), largest_divisor(int(kc), k_unroll_cap(tgt))))
     k1, kr = sch.split(k1, [None, ku])
     return k0, k1, kr, ku
 

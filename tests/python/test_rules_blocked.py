@@ -373,6 +373,27 @@ def test_large_matmul_column_block_follows_the_l2(monkeypatch, rows, l2, nc):
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("k, l2, kc", [(768, 2 << 20, 768), (3072, 2 << 20, 1024), (768, 512 << 10, 384),
+                                      (3072, 512 << 10, 512), (768, None, 384)])
+def test_large_matmul_k_block_follows_the_l2(monkeypatch, k, l2, kc):
+    """KC: the largest divisor of k up to 1024 where the host's L2 holds 1 MiB (BERT's
+    reductions of 768 in one block), else up to 512; a target naming another CPU keeps 512.
+    Results equal NumPy."""
+    import mlc_mlir.target as target_mod
+    monkeypatch.setattr(target_mod, "host_l2_bytes", lambda: l2)
+    m, n = 256, 256
+    sch = Schedule(matmul_mnk(m, n, k))
+    apply_rules(sch, "llvm -num-cores=1", tunable=True)
+    line = next(x for x in str(sch.trace).splitlines() if 'label="Y.k_block"' in x)
+    candidates = [int(v) for v in line.split("candidates=[")[1].split("]")[0].split(", ")]
+    assert candidates[int(line.rsplit("decision=", 1)[1].rstrip(")"))] == kc, line
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    mlc.build(sch.mod)["mm"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=2e-3)
+
+
 @pytest.mark.parametrize("l2, n, large", [(512 << 10, 49, True), (2 << 20, 49, False), (None, 49, False),
                                           (512 << 10, 196, False)])
 def test_few_columns_whose_b_outgrows_the_l2_are_blocked(monkeypatch, l2, n, large):
