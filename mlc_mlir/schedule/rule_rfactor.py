@@ -15,6 +15,7 @@ from ..target import Target
 from .payload import BlockInfo
 from .rule_common import (PARALLEL_MIN_FLOPS, Contraction, divisors, epilogue_chain, fuse_epilogue,
                           largest_divisor, macs, outermost_wide, parallel_options)
+from .rule_elementwise import PARALLEL_MIN_ELEMENTS
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
 
@@ -45,8 +46,11 @@ def schedule_rfactor(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
     of accumulator vectors, the lanes summed and the epilogue applied on the tile; returns
     the names of the blocks scheduled (``scheduled``: blocks other rules have scheduled)."""
     ext, kd = info.extents, info.ndims - 1
-    par = bool(int(sm.choose("parallel", parallel_options(tgt),
-                             int(tgt.num_cores > 1 and macs(info) >= PARALLEL_MIN_FLOPS))))
+    # (a reduction of one input -- softmax's max and sum, layer_norm's sums: memory-bound --
+    # from as many elements as an elementwise block: BERT d256's layer_norm at batch 8,
+    # 1024 x 256, its sums on one core 0.153 ms a call, on two 0.114)
+    least = PARALLEL_MIN_ELEMENTS if info.n_inputs == 1 else PARALLEL_MIN_FLOPS
+    par = bool(int(sm.choose("parallel", parallel_options(tgt), int(tgt.num_cores > 1 and macs(info) >= least))))
     block = sch.get_block(info.name, fname)
     k0, k1 = sch.split(sch.get_loops(block)[kd], [None, lanes])
     rf = sch.rfactor(k1)

@@ -239,3 +239,22 @@ def test_rows_read_through_clamped_extracts_take_one_vector(target, width, facto
     out = np.zeros((3, width), np.float32)
     mlc.build(sch.mod, target=target)["f"](a, out)
     np.testing.assert_array_equal(out, np.pad(a, ((0, 0), (1, 1)), constant_values=-1.0))
+
+
+@pytest.mark.parametrize("rows, cols, parallel", [(1024, 256, 1), (64, 256, 0)])
+def test_a_one_input_row_reduction_runs_in_parallel_from_the_elementwise_size(rows, cols, parallel):
+    """A row sum (layer_norm's, BERT d256 at batch 8: 1024 x 256 = 262K elements, under the
+    contraction threshold of 512K multiply-adds) runs its rows in parallel on two cores from
+    the elementwise blocks' 32K elements; 64 x 256 stays on one. Results equal NumPy."""
+    from mlc_mlir import te
+    x = te.placeholder((rows, cols), "float32", name="x")
+    r = te.reduce_axis((0, cols), "r")
+    s = te.compute((rows,), lambda i: te.sum(x[i, r], axis=r), name="S")
+    sch = apply_rules(Schedule(te.create_prim_func([x, s], name="rowsum")), TWO_CORES, tunable=True)
+    text = str(sch.trace)
+    assert f'label="S.parallel", decision={parallel})' in text
+    assert ("sch.parallel(" in text) == bool(parallel)
+    a = np.random.default_rng(3).standard_normal((rows, cols), dtype=np.float32)
+    out = np.full(rows, np.nan, np.float32)
+    mlc.build(sch.mod)["rowsum"](a, out)
+    np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-4, atol=1e-4)
