@@ -41,7 +41,7 @@ that way under the same rules (its im2col has ``floordiv`` maps no rule vectoriz
 this way (torch: 0.8-0.9 ms).
 
 One image's convolution of stride 1 (whose tiles waste little, :data:`MAX_WIDE`) takes
-packed tiles of wide pixels instead (``topi.nn.conv2d_gemm(pixel_tile=TILE_PIXELS)``,
+packed tiles of wide pixels instead (``topi.nn.conv2d_gemm(pixel_tile=pixel_tile(target))``,
 :func:`mlc_mlir.topi.conv._tiled_gemm`): im2col ``(tiles, C, KH, KW, 16)`` computed per
 tile at the contraction's tile loop, the contraction ``y[f, tile, lane]`` reading each
 tile's panel contiguously, then a copy to NCHW. ResNet-18's 3x3 layers at one image, one
@@ -65,10 +65,11 @@ from mlir.dialects import arith, tensor
 from .. import te, topi
 from ..ir import Module
 from ..irutil import symbol_ops, walk_ops
+from ..target import Target
 from ..topi._util import padding4
 from .rewrite_named import constant_fill, pad_by_copy, pad_hw_source, rename_blocks, rewrite_named, static_shape
 
-__all__ = ["convs_to_gemm", "band_rows", "takes_pixel_tiles", "MAX_WIDE", "MAX_WIDE_PARTIAL", "TILE_PIXELS", "CONV_OP",
+__all__ = ["convs_to_gemm", "band_rows", "takes_pixel_tiles", "pixel_tile", "MAX_WIDE", "MAX_WIDE_PARTIAL", "TILE_PIXELS", "CONV_OP",
            "TILED_STRIDES",
            "BAND_MIN_BYTES", "BAND_MAX_PIXELS"]
 
@@ -80,7 +81,8 @@ BAND_MIN_BYTES = 1 << 20
 #: the large-contraction rule: 2.4x slower)
 BAND_MAX_PIXELS = 224
 #: a stride-1 convolution's im2col is packed in tiles of this many wide pixels (the
-#: register tile's columns; :func:`mlc_mlir.topi.conv._tiled_gemm`)
+#: register tile's columns; :func:`mlc_mlir.topi.conv._tiled_gemm`): AVX2's, where no target
+#: is named; a target's own with one (:func:`pixel_tile`)
 TILE_PIXELS = 16
 #: ... when its tiles hold at most this many times the output pixels (the padded width's
 #: columns past the output, and the last tile's tail, are computed and dropped: 7 x 7
@@ -102,17 +104,27 @@ TILED_STRIDES = frozenset({(1, 1)})
 _ROWS_FLAT = [[0], [1, 2, 3]]
 
 
-def convs_to_gemm(mod: Module) -> Module:
+def pixel_tile(target: Target | str | None = None) -> int:
+    """The wide pixels of a packed tile for ``target``: its register tile's columns (AVX2 16,
+    AVX-512 32), :data:`TILE_PIXELS` where no target is named. ResNet-18's 3x3 layers at one
+    image, one thread, on an AVX-512 Xeon, interleaved: 64 channels at 56 x 56 1.82 -> 1.67
+    ms in tiles of 32, 128 at 28 x 28 1.85 -> 1.63, 256 at 14 x 14 1.88 -> 1.64 (a 14 x 16
+    register tile: one vector of accumulators per row)."""
+    return TILE_PIXELS if target is None else Target.of(target).register_tile("float32")[1]
+
+
+def convs_to_gemm(mod: Module, target: Target | str | None = None) -> Module:
     """``mod`` with every ``linalg.conv_2d_nchw_fchw`` it can take in im2col + contraction
-    form (a copy; ``mod`` itself when it has none)."""
-    return rewrite_named(mod, (CONV_OP,), _helper, "conv-to-gemm")
+    form (a copy; ``mod`` itself when it has none), packed tiles :func:`pixel_tile` wide."""
+    tile = pixel_tile(target)
+    return rewrite_named(mod, (CONV_OP,), lambda conv, name: _helper(conv, name, tile), "conv-to-gemm")
 
 
 def _ints(attr: ir.Attribute) -> tuple[int, ...]:
     return tuple(int(v) for v in ir.DenseIntElementsAttr(attr))
 
 
-def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None:
+def _helper(conv: ir.Operation, name: str, tile: int) -> tuple[list[ir.Value], Module] | None:
     """([data, the kernel viewed (F, C * KH * KW), destination], a module holding the tensor
     program ``name`` computing the convolution), or None when this convolution is not one
     :func:`topi.nn.conv2d_gemm` computes."""
@@ -133,8 +145,8 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
     w = te.placeholder((f, c * kh * kw) if transposed is None else (c * kh * kw, f), name="kernel")
     pointwise = (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads)
     oh, ow = (static_shape(conv.results[0].type)[i] for i in (2, 3))
-    tiled = TILE_PIXELS if transposed is None and takes_pixel_tiles(dshape[0], (kh, kw), strides, pads, dshape[3],
-                                                                   (oh, ow)) else None
+    tiled = tile if transposed is None and takes_pixel_tiles(dshape[0], (kh, kw), strides, pads, dshape[3],
+                                                            (oh, ow), tile=tile) else None
     bands = None if pointwise or transposed is not None or tiled else band_rows(c * kh * kw, oh, ow)
     if pointwise:  # im2col would copy the input as it is: the contraction reads it viewed (C, H * W)
         batch = "n" if dshape[0] is None else dshape[0]
@@ -169,13 +181,13 @@ def _helper(conv: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | No
 
 
 def takes_pixel_tiles(batch: int | None, kernel_hw: tuple[int, int], strides: tuple[int, ...],
-                      pads: Any, in_width: int, out_hw: tuple[int, int]) -> bool:
+                      pads: Any, in_width: int, out_hw: tuple[int, int], *, tile: int = TILE_PIXELS) -> bool:
     """Whether a convolution (one image of width ``in_width``, padded ``pads``: an int, ``(h,
     w)`` or ``(top, left, bottom, right)``, to ``out_hw``) takes packed tiles of wide pixels
     (``topi.nn.conv2d_gemm``'s ``pixel_tile``): one image, a stride of
     :data:`TILED_STRIDES`, not a 1x1 convolution without padding (its contraction reads the
-    input as it is), and tiles holding at most :data:`MAX_WIDE` times the output pixels
-    (:data:`MAX_WIDE_PARTIAL` where the pixels are no multiple of a tile). The graph pass
+    input as it is), and tiles of ``tile`` wide pixels holding at most :data:`MAX_WIDE` times
+    the output pixels (:data:`MAX_WIDE_PARTIAL` where the pixels are no multiple of a tile). The graph pass
     :mod:`mlc_mlir.graph.transform.conv_weights` leaves these convolutions' weights as they
     are.
 
@@ -185,13 +197,13 @@ def takes_pixel_tiles(batch: int | None, kernel_hw: tuple[int, int], strides: tu
     pads = padding4(pads, "takes_pixel_tiles")
     if batch != 1 or tuple(strides) not in TILED_STRIDES or ((kh, kw) == (1, 1) and not any(pads)):
         return False
-    limit = MAX_WIDE if oh * ow % TILE_PIXELS == 0 else MAX_WIDE_PARTIAL
-    return _wide_pixels(oh, -(-(in_width + pads[1] + pads[3]) // strides[1])) <= limit * oh * ow
+    limit = MAX_WIDE if oh * ow % tile == 0 else MAX_WIDE_PARTIAL
+    return _wide_pixels(oh, -(-(in_width + pads[1] + pads[3]) // strides[1]), tile) <= limit * oh * ow
 
 
-def _wide_pixels(oh: int, wq: int) -> int:
-    """The pixels of :data:`TILE_PIXELS`-wide tiles over ``oh`` rows of ``wq`` wide pixels."""
-    return -(-oh * wq // TILE_PIXELS) * TILE_PIXELS
+def _wide_pixels(oh: int, wq: int, tile: int) -> int:
+    """The pixels of ``tile``-wide tiles over ``oh`` rows of ``wq`` wide pixels."""
+    return -(-oh * wq // tile) * tile
 
 
 def band_rows(k: int, oh: int, ow: int) -> int | None:

@@ -200,7 +200,7 @@ def default_schedule(mod: Module, target: Target | str | None = None) -> Module:
     left unscheduled, with a warning naming it and why.
     """
     tgt = Target.of(target)
-    mod = window_strategies(mod)
+    mod = window_strategies(mod, tgt)
     try:
         sch = Schedule(mod)
         return _apply(sch, tgt, RuleSampler(sch, False, None), None).mod
@@ -264,9 +264,10 @@ def _schedule_contraction(sch: Schedule, fname: str, info: BlockInfo, kind, bloc
     return schedule_small(sch, fname, info, kind, blocks, tgt, sm, done)
 
 
-def window_strategies(mod: Module) -> Module:
+def window_strategies(mod: Module, target: Target | str | None = None) -> Module:
     """The rewrites for ops the rules cannot tile as they are, applied before the rules:
-    named convolutions -> im2col + contraction (:func:`.conv_gemm.convs_to_gemm`), pooling
+    named convolutions -> im2col + contraction (:func:`.conv_gemm.convs_to_gemm`, packed tiles
+    as wide as ``target``'s register tile; AVX2's where none is named), pooling
     and depthwise convolutions -> unrolled taps (:func:`.windows.windows_to_taps`), their
     padded copies of narrow rows as a fill and a row copy (:func:`.rewrite_named.copy_pads`),
     then index maps simplified with the loops' ranges (:func:`.index_maps.simplify_index_maps`;
@@ -277,7 +278,7 @@ def window_strategies(mod: Module) -> Module:
     reading a result through an expand reshape run in its collapsed shape
     (:func:`.view_epilogues.collapse_view_epilogues`: a convolution's epilogue on the
     contraction's tile)."""
-    mod = linear_reads_as_extracts(simplify_index_maps(copy_pads(windows_to_taps(convs_to_gemm(mod)))))
+    mod = linear_reads_as_extracts(simplify_index_maps(copy_pads(windows_to_taps(convs_to_gemm(mod, target)))))
     return collapse_view_epilogues(mod)
 
 

@@ -266,7 +266,7 @@ def tune_model(mod: Module, target: Any = "llvm", max_trials_global: int = 64,
     _positive("num_trials_per_iter", num_trials_per_iter)
     mod = _lower_graph_ops(mod)
     if tgt.kind != "cuda":  # the kernels the CPU default schedule runs: named convolutions as im2col + gemm
-        mod = window_strategies(mod)
+        mod = window_strategies(mod, tgt.text)
     prims = _prim_funcs(mod)
     if not prims:
         raise TuneError("tune_model: the module has no tensor program (func.func with mlc.prim_func) and no graph "

@@ -254,6 +254,36 @@ def test_tiles_for_one_image_where_they_waste_little(batch, hw, tiled):
     assert (f"x8x3x3x16xf32>" in text) == tiled, text
 
 
+def test_tiles_as_wide_as_the_target_register_tile():
+    """The packed tiles are the target's register tile wide (AVX2 16 pixels, AVX-512 32; AVX2's
+    where no target is named), and whether a convolution takes them is judged at that width:
+    24 x 24 (26 x 24 wide pixels: 624 -> 624 in tiles of 16, 640 of 32, 11% over 576) only at
+    16; 20 x 20 (440 for 400 pixels, no multiple of 32: 448, within 1.2x) only at 32. A 32-wide
+    tiling built for this host's rules equals torch."""
+    from mlc_mlir.schedule.conv_gemm import pixel_tile, takes_pixel_tiles
+    avx2, avx512 = "llvm -mcpu=haswell -num-cores=1", "llvm -mcpu=skylake-avx512 -num-cores=1"
+    assert pixel_tile() == 16 == pixel_tile(avx2) and pixel_tile(avx512) == 32
+    assert takes_pixel_tiles(1, (3, 3), (1, 1), 1, 24, (24, 24))
+    assert not takes_pixel_tiles(1, (3, 3), (1, 1), 1, 24, (24, 24), tile=32)
+    assert takes_pixel_tiles(1, (3, 3), (1, 1), 1, 20, (20, 20), tile=32)
+    assert not takes_pixel_tiles(1, (3, 3), (1, 1), 1, 20, (20, 20))
+    mod = _resnet_block(1, 8, 20)
+    assert "x8x3x3x16xf32>" not in str(window_strategies(mod, avx2))
+    text = str(window_strategies(mod, avx512))
+    assert "tensor<14x8x3x3x32xf32>" in text and "tensor<8x14x32xf32>" in text, text  # 21 x 22 / 32 tiles
+    sch = Schedule(window_strategies(mod, avx512))
+    apply_rules(sch, "llvm -num-cores=1")
+    rng = np.random.default_rng(9)
+    xv, rv = (rng.standard_normal((1, 8, 20, 20)).astype("float32") for _ in range(2))
+    wv = rng.standard_normal((8, 8, 3, 3)).astype("float32")
+    bv = rng.standard_normal((1, 8, 1, 1)).astype("float32")
+    want = torch.relu(F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=1) + torch.from_numpy(bv)
+                      + torch.from_numpy(rv)).numpy()
+    out = np.full(want.shape, np.nan, "float32")
+    mlc.build(sch.mod)["k"](xv, wv, bv, rv, out)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("hw", [14, 13])
 def test_tiles_at_a_padded_width_of_one_tile(monkeypatch, hw):
     # a padded width of exactly 16 (14 + 2): the copy to NCHW reads y[o, i, j] for j < 14 of

@@ -64,6 +64,27 @@ def test_pass_transposes_the_qualifying_weights_only(batch):
     assert not pixels_as_rows((1, 20, 14, 14), (20, 8, 3, 3))  # channels no multiple of 8
 
 
+def test_pass_judges_the_tiles_at_the_target_width():
+    """One image at 11 x 11 (121 pixels, stride 1; 11 rows of 13 wide pixels, 143): tiles of
+    16 hold 144 (within 1.2x of 121: taken), of 32 160 (not), so AVX2's weights stay as they
+    are and AVX-512's are stored for the pixels as rows; no target named: AVX2's. graph.build
+    judges at the host's width; the result equals torch."""
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 8, 11, 11)
+    mod = opt.optimize(mlc.frontend.from_exported_program(torch.export.export(model, (x,))), opt_level=0)
+    avx2, avx512 = "llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"
+    assert not _ops(transpose_conv_weights(mod), "mlc.permute_dims")
+    assert not _ops(transpose_conv_weights(mod, avx2), "mlc.permute_dims")
+    assert len(_ops(transpose_conv_weights(mod, avx512), "mlc.permute_dims")) == 1
+    ref = model(x).detach().numpy()
+    ex = mlc.graph.build(mlc.frontend.from_exported_program(torch.export.export(model, (x,))), "llvm")
+    wide = mlc.target.Target.of("llvm").register_tile("float32")[1] == 32
+    assert ("fused_permute_dims_conv2d" in str(ex.optimized)) == wide
+    out = mlc.graph.VirtualMachine(ex, mlc.cpu())["main"](mlc.runtime.array(x.numpy())).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+
+
 def test_build_runs_the_stage():
     assert "transpose-conv-weights" in [s.name for s in opt.optimization_stages(2)]
     assert "transpose-conv-weights" not in [s.name for s in opt.optimization_stages(1)]

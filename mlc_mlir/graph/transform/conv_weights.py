@@ -44,7 +44,8 @@ from mlir import ir
 
 from ...errors import GraphError
 from ...ir import Module
-from ...schedule.conv_gemm import takes_pixel_tiles
+from ...schedule.conv_gemm import pixel_tile, takes_pixel_tiles
+from ...target import Target
 from ..builder.emit import constant_attr
 from ..ir.analysis import clone_module, op_attrs
 from .fold_constant import constant_op, constant_value, rewrite_graph_ops
@@ -64,7 +65,9 @@ MIN_PIXELS = 64
 #: 512-channel layers at 7 x 7 (903 KB) not: 5.6 -> 8.0 ms
 SMALL_IM2COL_BYTES = 512 << 10
 #: the columns of the AVX2 register tile: a multiple of it keeps the pixels as columns
-#: (3136 and 784 pixels: 48 / 48 and 66 / 47 GFLOP/s, pixels as columns / as rows)
+#: (3136 and 784 pixels: 48 / 48 and 66 / 47 GFLOP/s, pixels as columns / as rows); on
+#: AVX-512 too (one vector: ResNet-18's 64 -> 128 channel stride-2 layer, 784 pixels, one
+#: image, one thread: 0.84 ms as columns, 1.23 as rows)
 PIXEL_TILE = 16
 #: the output channels are the tile's vector columns: whole 8-lane vectors of them
 CHANNEL_MULTIPLE = 8
@@ -83,7 +86,7 @@ def pixels_as_rows(out_shape: tuple[int, ...], weight_shape: tuple[int, ...]) ->
             and weight_shape[0] % CHANNEL_MULTIPLE == 0 and weight_shape[2] * weight_shape[3] > 1)
 
 
-def _pixel_tiles(conv: ir.Operation, weight_shape: tuple[int, ...]) -> bool:
+def _pixel_tiles(conv: ir.Operation, weight_shape: tuple[int, ...], tile: int) -> bool:
     """Whether the default schedule computes ``conv`` in packed tiles of wide pixels, which
     read the weights as they are (:func:`mlc_mlir.schedule.conv_gemm.takes_pixel_tiles`)."""
     data = ir.RankedTensorType(conv.operands[0].type)
@@ -93,12 +96,12 @@ def _pixel_tiles(conv: ir.Operation, weight_shape: tuple[int, ...]) -> bool:
     attrs = op_attrs(conv, None)
     return takes_pixel_tiles(data.get_dim_size(0), tuple(weight_shape[2:]), tuple(attrs.get("strides", (1, 1))),
                              tuple(attrs.get("padding", (0, 0, 0, 0))), data.get_dim_size(3),
-                             (out.get_dim_size(2), out.get_dim_size(3)))
+                             (out.get_dim_size(2), out.get_dim_size(3)), tile=tile)
 
 
-def transpose_conv_weights(mod: Module) -> Module:
+def transpose_conv_weights(mod: Module, target: Target | str | None = None) -> Module:
     """A copy of ``mod`` with the weights of its qualifying convolutions stored transposed
-    (see the module doc).
+    (see the module doc); ``target`` as in :func:`transpose_in_place`.
 
     Raises:
         GraphError: ``mod`` is not an ``mlc.Module``.
@@ -106,19 +109,22 @@ def transpose_conv_weights(mod: Module) -> Module:
     if not isinstance(mod, Module):
         raise GraphError(f"transpose_conv_weights expects an mlc.Module, got {type(mod).__name__}")
     work = clone_module(mod)
-    transpose_in_place(work)
+    transpose_in_place(work, target)
     return work
 
 
-def transpose_in_place(mod: Module) -> int:
-    """Rewrite ``mod``'s qualifying convolutions in place; returns how many."""
-    done = rewrite_graph_ops(mod, lambda op: op.name == "mlc.conv2d", _rewrite)
+def transpose_in_place(mod: Module, target: Target | str | None = None) -> int:
+    """Rewrite ``mod``'s qualifying convolutions in place; returns how many. ``target``: the
+    width of the packed tiles that :func:`_pixel_tiles` convolutions take
+    (:func:`mlc_mlir.schedule.conv_gemm.pixel_tile`)."""
+    tile = pixel_tile(target)
+    done = rewrite_graph_ops(mod, lambda op: op.name == "mlc.conv2d", lambda op, blobs: _rewrite(op, blobs, tile))
     if done:
         log.info("transpose-conv-weights: %d convolution weight(s) stored (C, KH, KW, F)", done)
     return done
 
 
-def _rewrite(conv: ir.Operation, blobs: dict[str, bytes]) -> bool:
+def _rewrite(conv: ir.Operation, blobs: dict[str, bytes], tile: int) -> bool:
     if "groups" in conv.attributes and ir.IntegerAttr(conv.attributes["groups"]).value != 1:
         return False
     out = ir.RankedTensorType(conv.results[0].type)
@@ -128,7 +134,7 @@ def _rewrite(conv: ir.Operation, blobs: dict[str, bytes]) -> bool:
     w = None if const is None else constant_value(const, blobs)
     if w is None or w.ndim != 4 or w.dtype != np.float32:
         return False
-    if not pixels_as_rows(tuple(out.get_dim_size(d) for d in range(4)), w.shape) or _pixel_tiles(conv, w.shape):
+    if not pixels_as_rows(tuple(out.get_dim_size(d) for d in range(4)), w.shape) or _pixel_tiles(conv, w.shape, tile):
         return False
     wt = np.ascontiguousarray(w.transpose(1, 2, 3, 0))
     w_type = ir.RankedTensorType(conv.operands[1].type)

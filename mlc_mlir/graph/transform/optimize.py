@@ -25,6 +25,7 @@ weights``                         pixels are the gemm's rows (:mod:`.conv_weight
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ...compiler.pipeline import GraphStage, Stage, run_stages
 from ...errors import GraphError
@@ -40,8 +41,10 @@ log = logging.getLogger("mlc_mlir.graph.optimize")  # the name it had before gra
 MAX_OPT_LEVEL = 3
 
 
-def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None = None) -> list[Stage]:
-    """The graph stages (:class:`~mlc_mlir.compiler.pipeline.Stage`) of ``opt_level`` (0 to 3), in order."""
+def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None = None,
+                        target: Any = None) -> list[Stage]:
+    """The graph stages (:class:`~mlc_mlir.compiler.pipeline.Stage`) of ``opt_level`` (0 to 3), in order
+    (``target``: the CPU target whose register tile the convolution weights are laid out for)."""
     if not isinstance(opt_level, int) or isinstance(opt_level, bool) or not 0 <= opt_level <= MAX_OPT_LEVEL:
         raise GraphError(f"opt_level must be an int from 0 to {MAX_OPT_LEVEL}, got {opt_level!r}")
     names: list[str] = []
@@ -53,7 +56,9 @@ def optimization_stages(opt_level: int, op_map: dict[str, LegalizeRule] | None =
         names += ["transpose-conv-weights"]
     if opt_level >= 1:
         names += ["fuse-ops", "legalize-ops", "fuse-tir"]
-    options = {"legalize-ops": {"op_map": op_map}} if op_map else {}
+    options: dict[str, dict[str, Any]] = {"legalize-ops": {"op_map": op_map}} if op_map else {}
+    if target is not None:
+        options["transpose-conv-weights"] = {"target": target}
     # the passes of the one registry (what mlc-opt --mlc-NAME runs), in place on the build's copy
     return [GraphStage(n, get_pass(n, **options.get(n, {})).run) for n in names]
 

@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...context import mlc_context
 from ...ir import Module
 from ...passes import register_pass
@@ -150,7 +152,8 @@ def fold_batch_norm_pass(mod: Module) -> Module:
 
 @register_pass("transpose-conv-weights", "constant convolution weights stored (C, KH, KW, F) behind a permute_dims "
                "where the convolution's gemm takes the output pixels as rows")
-def transpose_conv_weights_pass(mod: Module) -> Module:
-    """:func:`~mlc_mlir.graph.transform.conv_weights.transpose_in_place` (in place)."""
-    transpose_in_place(mod)
+def transpose_conv_weights_pass(mod: Module, target: Any = None) -> Module:
+    """:func:`~mlc_mlir.graph.transform.conv_weights.transpose_in_place` (in place; ``target``:
+    whose register tile, AVX2's where none is named: ``graph.build`` names its own)."""
+    transpose_in_place(mod, target)
     return mod

@@ -96,7 +96,7 @@ def graph_stages(state: Compilation, *, opt_level: int = 2, op_map: dict | None 
         GraphStage("resolve-packed-calls", resolve_packed_calls),
         GraphStage("verify-graph", _verify(state)),
         # (weights laid out for the CPU rules' convolution strategy: not for the GPU rules)
-        *[s for s in optimization_stages(opt_level, op_map)
+        *[s for s in optimization_stages(opt_level, op_map, None if gpu_target is not None else target)
           if gpu_target is None or s.name != "transpose-conv-weights"],
         ModuleStage("inline-graph-calls", inline_graph_calls),
         GraphStage("legalize", _legalize(op_map)),
