@@ -17,7 +17,9 @@ reads the input padded once (a compute of its own) at affine indices: along the 
 width a stride-1 tap reads consecutive pixels, so the compute runs as row loads with its
 outer loop in parallel (MobileNet-v2's depthwise 3x3 at 32 channels, 112x112, stride 1,
 2 cores: 2.1 ms as gathers, 0.30 ms this way, torch 0.4 ms; 144 channels at 56x56: 1.12
--> 0.40 ms). A strided window (pooling or depthwise) reads the unpadded input in place
+-> 0.40 ms) -- but a stride-1 depthwise convolution of wide rows (:func:`reads_in_place`),
+which reads in place since the gathers' interior runs are branch-free (0.40 -> 0.25 ms for
+the 144 channels at 56x56 on one AVX-512 core). A strided window (pooling or depthwise) reads the unpadded input in place
 (``te.if_then_else`` on the padding, the pad value outside, the index clamped), which the
 elementwise rule vectorizes along the output width as gathers, run in parallel; the
 build loads every gather whose clamps are inactive as one run of ``stride * lanes``
@@ -77,8 +79,8 @@ def windows_to_taps(mod: Module) -> Module:
 
 
 def reads_in_place(out_width: int) -> bool:
-    """Whether a strided depthwise convolution whose output rows are ``out_width`` pixels
-    reads its input in place rather than from its stride phases.
+    """Whether a depthwise convolution whose output rows are ``out_width`` pixels reads its
+    input in place rather than from its stride phases (strided) or a padded copy (stride 1).
 
     In place, a vector whose lanes miss the image's border is loaded as a run (the column
     loop peeled, the interior's runs branch-free: :mod:`mlc_mlir.compiler.gathers`); one that
@@ -161,7 +163,12 @@ def _helper(op: ir.Operation, name: str) -> tuple[list[ir.Value], Module] | None
     # for a narrow depthwise convolution, which reads its stride phases
     value_pad = pad_value if pad_value is not None else 0.0
     padded = None
-    if (sh, sw) == (1, 1):
+    # (a stride-1 depthwise convolution of wide rows reads in place too: the padded copy
+    # cost more than the clamped runs it replaces -- MobileNet-v2's 144 channels at 56 x 56,
+    # one image, one thread, AVX-512: 0.40 -> 0.25 ms, eight images 3.6 -> 1.9; 32 at 112 x
+    # 112 0.27 -> 0.19; 192 at 28 x 28 0.14 -> 0.12; AVX2 code on the same host 0.33 -> 0.29,
+    # 0.28 -> 0.29, 0.13 -> 0.13 -- but rows of 14 and 7, whose vectors gather, 0.05 -> 0.17)
+    if (sh, sw) == (1, 1) and not (kind == DEPTHWISE and reads_in_place(oshape[3])):
         # the padded rows rounded up to whole vectors (the pad's vectors all 8 lanes wide:
         # 114 columns went in 19-lane vectors, whose masks LLVM handles lane by lane); no
         # padding, no copy

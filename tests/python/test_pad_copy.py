@@ -47,11 +47,13 @@ def _rng_vals(shapes, seed=3):
     return [rng.standard_normal(s).astype("float32") for s in shapes]
 
 
-@pytest.mark.parametrize("batch,c,hw,copied", [(1, 12, 14, True), (2, 5, 7, True), (1, 3, 28, True),
-                                               (1, 4, 16, False), ("n", 3, 14, False), (1, 300, 30, False)])
+@pytest.mark.parametrize("batch,c,hw,copied", [(1, 12, 14, True), (2, 5, 7, True), (1, 3, 28, False),
+                                               (1, 4, 16, False), ("n", 3, 14, False), (1, 300, 30, False),
+                                               (1, 5, 13, True)])
 def test_depthwise_pads_narrow_rows_by_copy(batch, c, hw, copied):
-    # 14, 7 and 28 pixels a row: fill + copy; 16: the gathers stay; a symbolic batch stays;
-    # a padded tensor over COPY_PAD_MAX_BYTES (300 x 32 x 32 floats, 1.2 MB) stays
+    # 14, 13 and 7 pixels a row: fill + copy; rows of whole 4-lane vectors from 16 on (16,
+    # 28: windows.reads_in_place) read in place, clamped: no padded tensor; a symbolic batch
+    # stays; a padded tensor over COPY_PAD_MAX_BYTES (300 x 32 x 32 floats, 1.2 MB) stays
     if c == 300:
         assert c * 32 * 32 * 4 > COPY_PAD_MAX_BYTES
     x = te.placeholder((batch, c, hw, hw), name="x")
