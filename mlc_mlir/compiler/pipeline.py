@@ -256,8 +256,12 @@ class Compilation:
         self.memory_plans.update(plan_memory(module, Target.of(self.target).num_cores))
 
     def threads(self, module: ir.Module) -> None:
-        """``scf.forall`` -> OpenMP when the module has parallel loops, else sequential
-        loops; the OpenMP loops get :data:`LOOP_SCHEDULE`."""
+        """``scf.forall`` -> OpenMP when the module has parallel loops and the target more
+        than one core, else sequential loops (a one-core target's ``scf.forall`` is serial:
+        the default rules keep a panel epilogue's loop one, whose bufferization gives each
+        iteration a buffer of its own); the OpenMP loops get :data:`LOOP_SCHEDULE`."""
+        if self.parallel and self.target is not None and Target.of(self.target).num_cores == 1:
+            self.parallel = False
         run_pipeline(module, _threads_text(self.parallel), stage="threads")
         if self.parallel:
             schedule = ir.Attribute.parse(f"#omp<schedulekind {LOOP_SCHEDULE}>")
