@@ -109,6 +109,21 @@ module {{
     return mlc.Module.parse(src)
 
 
+def _check_block(built, batch, c, hw, seed, scale=1.0):
+    """Run ``_resnet_block``'s kernel ``k`` of ``built`` (a runtime module) on random data of
+    ``batch`` images of ``c`` channels, ``hw`` x ``hw`` (the weights scaled by ``scale``) and
+    compare with torch."""
+    rng = np.random.default_rng(seed)
+    xv, rv = (rng.standard_normal((batch, c, hw, hw)).astype("float32") for _ in range(2))
+    wv = (rng.standard_normal((c, c, 3, 3)) * scale).astype("float32")
+    bv = rng.standard_normal((1, c, 1, 1)).astype("float32")
+    want = torch.relu(F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=1) + torch.from_numpy(bv)
+                      + torch.from_numpy(rv)).numpy()
+    out = np.full(want.shape, np.nan, "float32")
+    built["k"](xv, wv, bv, rv, out)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("batch", [2, 3])
 def test_resnet_block_in_bands_equals_torch(batch):
     # 64 channels at 56 x 56: im2col (batch, 14, 576, 4, 56), computed per band at the gemm's
@@ -126,16 +141,8 @@ def test_resnet_block_in_bands_equals_torch(batch):
     # loops (n, f, band, p, k): the third; one image (f, band, p, k): the second
     band_loop = gemm_loops[0].split(" = ")[0].split(", ")[2 if batch > 1 else 1]
     assert f"sch.compute_at(block=b" in trace and f"loop={band_loop})" in trace, trace
-    rng = np.random.default_rng(3)
-    xv, rv = (rng.standard_normal((batch, 64, 56, 56)).astype("float32") for _ in range(2))
-    wv = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype("float32")
-    bv = rng.standard_normal((1, 64, 1, 1)).astype("float32")
-    want = torch.relu(F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=1) + torch.from_numpy(bv)
-                      + torch.from_numpy(rv)).numpy()
-    out = np.full(want.shape, np.nan, "float32")
     rt = mlc.build(sch.mod)
-    rt["k"](xv, wv, bv, rv, out)
-    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    _check_block(rt, batch, 64, 56, 3, 0.05)
     # the band's im2col and the image's result are aligned_alloc'ed, not malloc'ed and aligned
     # by pointer arithmetic that LLVM's alias analysis cannot see through: the gemm's
     # accumulators then stayed in memory, stored at every k step (the banded 3x3 convolution at
@@ -191,15 +198,7 @@ def test_resnet_block_in_tiles_equals_torch():
     gemm_loops = next(ln for ln in trace.splitlines() if ln.startswith("l") and "get_loops(block=b0)" in ln)
     tile_loop = gemm_loops.split(" = ")[0].split(", ")[1]  # loops (f, tile, lane, k)
     assert f"loop={tile_loop})" in next(ln for ln in trace.splitlines() if "compute_at(" in ln), trace
-    rng = np.random.default_rng(4)
-    xv, rv = (rng.standard_normal((1, 64, 56, 56)).astype("float32") for _ in range(2))
-    wv = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype("float32")
-    bv = rng.standard_normal((1, 64, 1, 1)).astype("float32")
-    want = torch.relu(F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=1) + torch.from_numpy(bv)
-                      + torch.from_numpy(rv)).numpy()
-    out = np.full(want.shape, np.nan, "float32")
-    mlc.build(sch.mod)["k"](xv, wv, bv, rv, out)
-    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    _check_block(mlc.build(sch.mod), 1, 64, 56, 4, 0.05)
 
 
 def test_tiles_of_rows_not_whole_vectors_are_copied_by_their_map():
@@ -273,15 +272,7 @@ def test_tiles_as_wide_as_the_target_register_tile():
     assert "tensor<14x8x3x3x32xf32>" in text and "tensor<8x14x32xf32>" in text, text  # 21 x 22 / 32 tiles
     sch = Schedule(window_strategies(mod, avx512))
     apply_rules(sch, "llvm -num-cores=1")
-    rng = np.random.default_rng(9)
-    xv, rv = (rng.standard_normal((1, 8, 20, 20)).astype("float32") for _ in range(2))
-    wv = rng.standard_normal((8, 8, 3, 3)).astype("float32")
-    bv = rng.standard_normal((1, 8, 1, 1)).astype("float32")
-    want = torch.relu(F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=1) + torch.from_numpy(bv)
-                      + torch.from_numpy(rv)).numpy()
-    out = np.full(want.shape, np.nan, "float32")
-    mlc.build(sch.mod)["k"](xv, wv, bv, rv, out)
-    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    _check_block(mlc.build(sch.mod), 1, 8, 20, 9)
 
 
 @pytest.mark.parametrize("hw", [14, 13])
@@ -295,15 +286,7 @@ def test_tiles_at_a_padded_width_of_one_tile(monkeypatch, hw):
     mod = _resnet_block(1, 8, hw)
     text = str(window_strategies(mod))
     assert "x8x3x3x16xf32>" in text and f"into tensor<1x8x{(hw + 3) * (hw + 2)}xf32>" in text, text
-    rng = np.random.default_rng(7)
-    xv, rv = (rng.standard_normal((1, 8, hw, hw)).astype("float32") for _ in range(2))
-    wv = rng.standard_normal((8, 8, 3, 3)).astype("float32")
-    bv = rng.standard_normal((1, 8, 1, 1)).astype("float32")
-    want = torch.relu(F.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), padding=1) + torch.from_numpy(bv)
-                      + torch.from_numpy(rv)).numpy()
-    out = np.full(want.shape, np.nan, "float32")
-    mlc.build(default_schedule(mod))["k"](xv, wv, bv, rv, out)
-    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    _check_block(mlc.build(default_schedule(mod)), 1, 8, hw, 7)
 
 
 def test_takes_pixel_tiles_reads_any_padding_form(monkeypatch):

@@ -44,6 +44,16 @@ def run(mod, relu=False, n=N):
     np.testing.assert_allclose(c, np.maximum(ref, 0) if relu else ref, rtol=1e-4, atol=1e-3)
 
 
+def _check_linear_relu(rt, n, seed):
+    """``linear_relu(M, n, K)``'s ``linear`` in ``rt`` on random data equals NumPy."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, n), dtype=np.float32)
+    bias = rng.standard_normal(n, dtype=np.float32)
+    c = np.full((M, n), np.nan, np.float32)
+    rt["linear"](a, b, bias, c)
+    np.testing.assert_allclose(c, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("cores,relu", [(1, False), (2, False), (2, True)])
 def test_large_matmul_under_rules_equals_numpy(cores, relu):
     sch = Schedule(matmul(relu))
@@ -341,12 +351,7 @@ def test_large_matmul_epilogue_per_panel(capsys, panel, n, rows):
     allocs = re.findall(r"memref\.alloc\(\) .*: (memref<[0-9x]+xf32>)", after)
     assert (block in allocs and whole not in allocs) if panel else whole in allocs, allocs
     assert not re.search(r"vector<(\d{4,}|[6-9]\d\d|5[2-9]\d|51[3-9])xf32>", after)  # no vector over 512 lanes
-    rng = np.random.default_rng(1)
-    a, b = rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, n), dtype=np.float32)
-    bias = rng.standard_normal(n, dtype=np.float32)
-    c = np.full((M, n), np.nan, np.float32)
-    rt["linear"](a, b, bias, c)
-    np.testing.assert_allclose(c, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-3)
+    _check_linear_relu(rt, n, seed=1)
 
 
 @pytest.mark.parametrize("rows, l2, nc", [(1024, 2 << 20, 128), (256, 2 << 20, 64), (1024, 512 << 10, 64),
@@ -492,9 +497,4 @@ def test_one_core_panel_epilogue_gets_a_buffer_per_panel(capsys):
     assert f"memref<{M}x64xf32>" in allocs and f"memref<{M}x{N}xf32>" not in allocs, allocs
     llvm, _ = ir_after_stage(sch.mod, "to-llvm", capsys, target=target)
     assert "omp." not in llvm and "__kmpc" not in llvm
-    rng = np.random.default_rng(2)
-    a, b = rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, N), dtype=np.float32)
-    bias = rng.standard_normal(N, dtype=np.float32)
-    c = np.full((M, N), np.nan, np.float32)
-    rt["linear"](a, b, bias, c)
-    np.testing.assert_allclose(c, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-3)
+    _check_linear_relu(rt, N, seed=2)
