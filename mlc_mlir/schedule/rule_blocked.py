@@ -248,7 +248,7 @@ def schedule_blocked(sch: Schedule, fname: str, info: BlockInfo, kind: Contracti
         done |= _panel_epilogue(sch, sm, fname, info, blocks, scheduled, outer[0], int(cols.nc) if on_cols else ej)
     if par:
         sch.parallel(loops[kind.batch[0]] if on_batch and done else outer[0])
-    elif tgt.num_cores == 1 and done - {info.name} and not items:
+    elif tgt.num_cores == 1 and done and producer is None:
         # (one core: the epilogue's panel loop as an scf.forall all the same, which the build
         # runs serially; bufferized so, each panel of the result gets a buffer of its own, where
         # the scf.for carried the whole result: BERT d256's 1024 x 256 x 1024 + bias + ReLU at
