@@ -225,8 +225,8 @@ class Compilation:
     state a pipeline's stages share.
 
     Set by the driver: ``target``, ``fastmath``. Filled by stages: ``signatures``
-    (``memref-abi``), ``parallel`` (``memref-abi``: the module has parallel loops),
-    ``plans`` (``fast-entries``); graph builds add ``graph_signatures``, ``env_calls``,
+    (``memref-abi``), ``parallel`` (``memref-abi``: the module has parallel loops and the
+    target more than one core), ``plans`` (``fast-entries``); graph builds add ``graph_signatures``, ``env_calls``,
     ``optimized``, ``extent_checks``, ``input_functions`` (``lower-graph``), ``source``
     (the module the code generation starts from) and ``memory_plans`` (``memory-plan``).
     """
@@ -249,19 +249,18 @@ class Compilation:
         self.signatures.update(to_memref_abi(module))
         if not self.signatures:
             raise BuildError("the module has no public function to compile")
-        self.parallel = uses_parallel_loops(module)
+        # (a one-core target's scf.forall loops run serially: the default rules keep a panel
+        # epilogue's loop one there, whose bufferization gives each iteration a buffer of its own)
+        self.parallel = uses_parallel_loops(module) and (self.target is None or Target.of(self.target).num_cores > 1)
 
     def memory_plan(self, module: ir.Module) -> None:
         """Graph functions' intermediates in shared buffers (:func:`.memory_plan.plan_memory`)."""
         self.memory_plans.update(plan_memory(module, Target.of(self.target).num_cores))
 
     def threads(self, module: ir.Module) -> None:
-        """``scf.forall`` -> OpenMP when the module has parallel loops and the target more
-        than one core, else sequential loops (a one-core target's ``scf.forall`` is serial:
-        the default rules keep a panel epilogue's loop one, whose bufferization gives each
-        iteration a buffer of its own); the OpenMP loops get :data:`LOOP_SCHEDULE`."""
-        if self.parallel and self.target is not None and Target.of(self.target).num_cores == 1:
-            self.parallel = False
+        """``scf.forall`` -> OpenMP when ``parallel`` (parallel loops and a target of more than
+        one core, ``memref-abi``), else sequential loops; the OpenMP loops get
+        :data:`LOOP_SCHEDULE`."""
         run_pipeline(module, _threads_text(self.parallel), stage="threads")
         if self.parallel:
             schedule = ir.Attribute.parse(f"#omp<schedulekind {LOOP_SCHEDULE}>")
