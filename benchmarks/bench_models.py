@@ -78,6 +78,16 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _ort_session(ort, path: str, threads: int):
+    """An ONNX Runtime CPU session on `threads` intra-op threads, its weights read in."""
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    # its workers would spin after each run and take the cores from the runner timed next
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+
+
 def _child(name: str, batch: int, threads: int, quick: bool, use_compile: bool, rounds: int,
            tune_trials: int = 0) -> dict:
     import numpy as np
@@ -144,21 +154,18 @@ def _child(name: str, batch: int, threads: int, quick: bool, use_compile: bool, 
         import onnxruntime as ort
 
         start = time.perf_counter()
-        path = f"/tmp/bench_models_{os.getpid()}.onnx"
-        torch.onnx.export(model, inputs, path, dynamo=True, verbose=False)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        # its workers would spin after each run and take the cores from the runner timed next
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        # the export writes its weights next to the model (`.onnx.data`): a directory of its
+        # own, removed whole once the session has loaded them
+        with tempfile.TemporaryDirectory(prefix="bench_models_onnx_") as work:
+            path = os.path.join(work, "model.onnx")
+            torch.onnx.export(model, inputs, path, dynamo=True, verbose=False)
+            sess = _ort_session(ort, path, threads)
         names = [i.name for i in sess.get_inputs()]
         feed = dict(zip(names, arrays))
         res = sess.run(None, feed)[0]
         runners["onnxruntime"] = lambda: sess.run(None, feed)
         out["runners"]["onnxruntime"] = {"setup_s": time.perf_counter() - start, "peak_mb": _peak_mb(),
                                          "rel": float(np.abs(res - ref).max() / np.abs(ref).max())}
-        os.unlink(path)
     except ImportError:
         out["runners"]["onnxruntime"] = {"error": "not installed (pip install mlc-mlir[bench])"}
     except Exception as exc:  # noqa: BLE001
