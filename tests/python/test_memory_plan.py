@@ -72,10 +72,12 @@ def test_cnn_scratch_and_library_round_trip(tmp_path):
     p = cnn_params()
     ex = mlc.graph.build(cnn_module(p), "llvm")
     plan = ex.memory_plan["main"]
-    # conv -> relu -> pool -> dense: three intermediates in one arena smaller than their sum;
-    # the convolution's im2col is its own scratch, counted in the peak on top of the arena
-    assert plan.intermediates == 3 and plan.buffers == 1
-    assert plan.planned_bytes == plan.live_bytes < plan.total_bytes
+    # conv -> relu -> pool -> flatten -> dense: the flatten is a view of the pool's result
+    # (a reshape kernel called as a view), so two intermediates in one arena, live at once
+    # (the pool reads the convolution's); the convolution's im2col is its own scratch,
+    # counted in the peak on top of the arena
+    assert plan.intermediates == 2 and plan.buffers == 1
+    assert plan.planned_bytes == plan.live_bytes == plan.total_bytes
     assert plan.scratch_bytes > 0 and plan.planned_bytes < plan.peak_bytes <= plan.planned_bytes + plan.scratch_bytes
     ex.export_library(tmp_path / "cnn.so")
     loaded = mlc.runtime.load_module(tmp_path / "cnn.so")

@@ -32,11 +32,13 @@ output dimension no parameter determines is a :class:`GraphError`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, bufferization, func, tensor
 
+from .reshape_view import RESHAPE_ATTR
 from ..ir.analysis import arg_attr, fail, func_name, graph_functions, value_shapes, walk_ops
 from ...errors import GraphError
 from ...irutil import symbol_ops
@@ -211,6 +213,10 @@ class _Lowering:
         ftype = ir.FunctionType(ir.TypeAttr(callee.attributes["function_type"]).value)
         params = list(ftype.inputs)
         rtype = op.results[0].type
+        if (self.keep_kernels and RESHAPE_ATTR in callee.attributes and len(op.operands) == 1
+                and [op.operands[0].type, rtype] == params and ir.RankedTensorType(rtype).has_static_shape
+                and not any(u.owner.name == "func.return" for u in op.results[0].uses)):
+            return _reshape_view(op.operands[0], ir.RankedTensorType(rtype))  # (reshape_view.py)
         shape = shapes[op.results[0]][0]
         if all(isinstance(p, ir.MemRefType) for p in params):
             return self._call_memref(op, name, list(op.operands), params, rtype, shape)
@@ -267,6 +273,19 @@ def _arg_attrs(spec: TensorSpec) -> ir.DictAttr:
     if any(isinstance(d, str) for d in spec.shape):
         attrs["mlc.shape"] = shape_attr(spec.shape)
     return ir.DictAttr.get(attrs)
+
+
+def _reshape_view(v: ir.Value, out_type: ir.RankedTensorType) -> ir.Value:
+    """``v`` read in row-major order as ``out_type``: collapsed to one dim, expanded again
+    (views once bufferized; :mod:`.reshape_view`)."""
+    in_type = ir.RankedTensorType(v.type)
+    flat = v
+    if in_type.rank != 1:
+        flat_type = ir.RankedTensorType.get([math.prod(in_type.shape)], in_type.element_type)
+        flat = tensor.CollapseShapeOp(flat_type, v, [list(range(in_type.rank))]).result
+    if out_type.rank == 1:
+        return flat
+    return tensor.ExpandShapeOp(out_type, flat, [list(range(out_type.rank))], [], list(out_type.shape)).result
 
 
 def _tensor_cast(v: ir.Value, t: ir.Type) -> ir.Value:

@@ -9,6 +9,7 @@ optimization stages      :func:`..transform.optimize.optimization_stages` (graph
 ``inline-graph-calls``   primitive functions FuseTIR did not turn into tensor programs
 ``legalize``             the remaining graph ops -> ``call_tir`` (:mod:`..legalize`)
 ``dedupe-kernels``       tensor programs identical up to their name become one (:mod:`..transform.dedupe`)
+``mark-reshapes``        (CPU) tensor programs that only reshape, called as views at lowering (:mod:`..transform.reshape_view`)
 ``default-schedule``     (CPU) rule-based schedules from the target (:mod:`mlc_mlir.schedule.rules`)
 ``gpu-schedule``         (cuda) default GPU schedules (:mod:`mlc_mlir.schedule.gpu_rules`)
 ``lower-graph``          graph functions -> destination-passing functions (:mod:`..transform.lower`)
@@ -31,6 +32,7 @@ from ..ir.analysis import clone_module
 from ..legalize import legalize
 from ..transform.dedupe import dedupe_kernels
 from ..transform.dps_packed import resolve_packed_calls
+from ..transform.reshape_view import mark_reshape_views
 from ..transform.lower import lower_graph_functions
 from ..transform.optimize import optimization_stages
 from ..transform.outline import inline_graph_calls
@@ -102,6 +104,8 @@ def graph_stages(state: Compilation, *, opt_level: int = 2, op_map: dict | None 
         GraphStage("legalize", _legalize(op_map)),
         # tensor programs identical up to their name (a repeated layer shape): scheduled and compiled once
         GraphStage("dedupe-kernels", dedupe_kernels),
+        # (the CPU build's lowering calls a reshape as a view of its input: not the GPU's)
+        *([] if gpu_target is not None else [ModuleStage("mark-reshapes", mark_reshape_views)]),
         (GraphStage("gpu-schedule", _gpu_schedule) if gpu_target is not None
          else GraphStage("default-schedule", _default_schedule(target, opt_level))),
         GraphStage("lower-graph", _lower(state, gpu_target)),
