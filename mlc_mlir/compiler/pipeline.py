@@ -39,6 +39,7 @@ from .partial_writes import guard_partial_writes
 from .unroll_jam import unroll_and_jam
 from .kernel_calls import kernel_results_to_outputs
 from .memory_plan import plan_memory
+from .loop_allocs import hoist_loop_allocs
 from .exp_approx import approximate_exp
 from .vector_opt import optimize_vectors
 
@@ -143,6 +144,8 @@ def cpu_stages(state: Compilation) -> list[Stage]:
         ModuleStage("kernel-results", kernel_results_to_outputs),
         PassStage("deallocate", "buffer-deallocation-pipeline,convert-bufferization-to-memref"),
         SIMPLIFY,
+        # a buffer allocated per iteration of a serial loop: once around it (loop_allocs.py)
+        ModuleStage("hoist-allocs", hoist_loop_allocs),
         # a graph function's intermediates share buffers (memory_plan.py)
         ModuleStage("memory-plan", state.memory_plan),
         # small accumulators of reduction loops: a parallel loop around unrolled and jammed (unroll_jam.py)

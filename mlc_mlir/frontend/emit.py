@@ -22,7 +22,7 @@ from ..graph.ir.expr import Call, Constant, Expr, const
 from ..tensor_types import format_shape
 
 __all__ = ["linear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm",
-           "flatten", "transpose", "softmax", "emit", "to_const", "pair", "reduce", "split", "slice_axis",
+           "flatten", "transpose", "softmax", "safe_softmax", "emit", "to_const", "pair", "reduce", "split", "slice_axis",
            "select", "concat", "unsqueeze", "squeeze", "expand", "masked_fill", "embedding", "gelu", "cast",
            "matmul", "binary", "power", "norm_axis", "SymProduct", "reshape_symbolic", "dim_groups", "Iota", "as_iota",
            "index_by_iotas"]
@@ -212,6 +212,11 @@ def transpose(bb: Any, x: Expr, d0: int, d1: int) -> Expr:
 def softmax(bb: Any, x: Expr, dim: int | None) -> Expr:
     """Softmax along ``dim`` (default the last)."""
     return bb.emit(op.softmax(x, -1 if dim is None else norm_axis(dim, x.ndim)))
+
+
+def safe_softmax(bb: Any, x: Expr, dim: int | None) -> Expr:
+    """``torch._safe_softmax`` along ``dim`` (default the last): 0 on rows all ``-inf``."""
+    return bb.emit(op.nn.safe_softmax(x, -1 if dim is None else norm_axis(dim, x.ndim)))
 
 
 def _axes(x: Expr, dims: Any) -> tuple[int, ...]:

@@ -137,11 +137,21 @@ def _transpose(bb: BlockBuilder, a: list, kw: dict, info: Info) -> Any:
 
 @_info
 def _softmax(bb: BlockBuilder, a: list, kw: dict, info: Info) -> Any:
+    return E.softmax(bb, a[0], _unsplit_axis(a, info, "softmax"))
+
+
+@_info
+def _safe_softmax(bb: BlockBuilder, a: list, kw: dict, info: Info) -> Any:
+    return E.safe_softmax(bb, a[0], _unsplit_axis(a, info, "_safe_softmax"))
+
+
+def _unsplit_axis(a: list, info: Info, what: str) -> int:
+    """The graph axis of torch's dim ``a[1]`` of ``a[0]``, which must not be a symbolic product."""
     groups = _torch_axes(a[0], info.arg_sizes[0])
     group = groups[E.norm_axis(a[1], len(groups))]
     if len(group) != 1:
-        raise GraphError("softmax along a symbolic size that is a product is not supported")
-    return E.softmax(bb, a[0], group[0])
+        raise GraphError(f"{what} along a symbolic size that is a product is not supported")
+    return group[0]
 
 
 def _max_pool(bb: BlockBuilder, a: list, kw: dict) -> Any:
@@ -257,7 +267,7 @@ ATEN_MAP: dict[str, Rule] = {
     "cat": lambda bb, a, kw: E.concat(bb, a[0], a[1]),
     "embedding": lambda bb, a, kw: E.embedding(bb, a[0], a[1]),
     "index": _index, "index_select": lambda bb, a, kw: bb.emit(op.take(a[0], a[2], E.norm_axis(a[1], a[0].ndim))),
-    "_softmax": _softmax, "softmax": _softmax,
+    "_softmax": _softmax, "softmax": _softmax, "_safe_softmax": _safe_softmax,
     "mean": _reduce("mean"), "sum": _reduce("sum"), "amax": _reduce("max"), "amin": _reduce("min"),
     "prod": _reduce("prod"), "any": _reduce("any"), "all": _reduce("all"),
     "convolution": _convolution, "conv2d": lambda bb, a, kw: E.conv2d(bb, *a[:7]),
@@ -280,7 +290,7 @@ GROUPED = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", 
            "where", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs", "gelu",
            "hardtanh", "clamp", "logical_not", "reciprocal", "bitwise_not", "rsub", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
            "mm", "bmm", "addmm", "view", "reshape", "_unsafe_view", "expand", "permute", "transpose",
-           "_softmax", "softmax", "native_layer_norm", "clone", "alias", "detach", "dropout", "contiguous",
+           "_softmax", "softmax", "_safe_softmax", "native_layer_norm", "clone", "alias", "detach", "dropout", "contiguous",
            "_to_copy"}
 
 #: aten ops that only check shapes or metadata at run time in torch: nothing to emit
@@ -557,13 +567,18 @@ def from_exported_program(exported_program: Any, *, aten_map: dict[str, Rule] | 
         GraphError: an aten op without a translation (naming the node and the op).
     """
     try:
+        import torch
         from torch.export import ExportedProgram
     except ImportError as exc:  # pragma: no cover - torch missing
         raise GraphError("from_exported_program needs torch (pip install mlc-mlir[torch])") from exc
     if not isinstance(exported_program, ExportedProgram):
         raise GraphError(f"from_exported_program expects a torch.export.ExportedProgram, got "
                          f"{type(exported_program).__name__}")
-    ep = exported_program.run_decompositions()
+    # (scaled_dot_product_attention's _safe_softmax kept whole: one kernel, where its
+    # decomposition -- softmax, x == -inf, all, where -- took four passes over the scores)
+    table = torch.export.default_decompositions()
+    table.pop(torch.ops.aten._safe_softmax.default, None)
+    ep = exported_program.run_decompositions(table)
     token = _DIM_NAMES.set(_dim_names(ep))
     try:
         return _translate(ep, {**ATEN_MAP, **(aten_map or {})})

@@ -246,6 +246,7 @@ _SHARED: dict[str, Callable[..., Any]] = {
     "flatten": _rule("input, start_dim=0, end_dim=-1", E.flatten),
     "softmax": _rule("input, dim=None", E.softmax),
     "log_softmax": _rule("input, dim=None", lambda bb, x, d: bb.emit(op.nn.log_softmax(x, E.norm_axis(d, x.ndim)))),
+    "_safe_softmax": _rule("input, dim, dtype=None", lambda bb, x, d, dtype: E.safe_softmax(bb, x, d)),
     "unsqueeze": _rule("input, dim", E.unsqueeze), "squeeze": _rule("input, dim=None", E.squeeze),
     "split": _rule("tensor, split_size_or_sections, dim=0", E.split),
     "chunk": _rule("input, chunks, dim=0", _chunk),

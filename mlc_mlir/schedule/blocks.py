@@ -59,8 +59,8 @@ class BlockPrimitives:
             fstate, prod, uid, cons = self._attach_args(block, loop, "compute_at", consumer_under=True)
             oper = _operand_from(cons, prod.name, views=True)
             pmap, cmap = prod.info.maps[-1], cons.info.maps[oper]
-            _plain(pmap, prod.name, "compute_at")
-            _plain(cmap, cons.name, "compute_at")
+            _plain(pmap, prod.info.shapes[-1], prod.name, "compute_at")
+            _plain(cmap, cons.info.shapes[oper], cons.name, "compute_at")
             index = cons.path.index(uid)
             c_to_p = _through_view(fstate, cons, prod, oper, cons.path[:index + 1])
             base = [(e, e is not None) for e in prod.info.extents]
@@ -117,8 +117,8 @@ class BlockPrimitives:
                                         f"{prod.name!r}; {cons.name!r} needs its final values")
             oper = _operand_from(cons, prod.name, views=True)
             pmap, cmap = prod.info.maps[-1], cons.info.maps[oper]
-            _plain(pmap, prod.name, "reverse_compute_at")
-            _plain(cmap, cons.name, "reverse_compute_at")
+            _plain(pmap, prod.info.shapes[-1], prod.name, "reverse_compute_at")
+            _plain(cmap, cons.info.shapes[oper], cons.name, "reverse_compute_at")
             p_to_c = {dp: dc for dc, dp in _through_view(fstate, cons, prod, oper, prod.path[:index + 1],
                                                         tiled_by=prod, what="reverse_compute_at").items()}
             base = [(e, e is not None) for e in cons.info.extents]
@@ -360,12 +360,19 @@ def _through_view(fstate: FuncState, cons: BlockState, prod: BlockState, oper: i
     src = cons.info.sources[oper]
     pmap, cmap = prod.info.maps[-1], cons.info.maps[oper]
     if src.kind == "block":
-        return {cmap[r]: pmap[r] for r in range(len(cmap))}
+        # (a dim of size 1 read at index 0, softmax's kept row max: no loop of its own)
+        return {cmap[r]: pmap[r] for r in range(len(cmap)) if cmap[r] is not None and pmap[r] is not None}
     c_to_p: dict[int, int] = {}
     reshaped: set[int] = set()
+    oshape, pshape = cons.info.shapes[oper], prod.info.shapes[-1]
     for odims, pdims in src.groups:
-        if len(odims) == 1 and len(pdims) == 1:
-            c_to_p[cmap[odims[0]]] = pmap[pdims[0]]
+        # (a group that only adds or drops dims of size 1 keeps its one other dim: softmax's
+        # row sums (n, h, s, 1) read as (n, h, s))
+        real_o = [r for r in odims if oshape[r] != 1] if len(odims) > 1 else list(odims)
+        real_p = [r for r in pdims if pshape[r] != 1] if len(pdims) > 1 else list(pdims)
+        if len(real_o) == 1 and len(real_p) == 1:
+            if cmap[real_o[0]] is not None and pmap[real_p[0]] is not None:
+                c_to_p[cmap[real_o[0]]] = pmap[real_p[0]]
         elif tiled_by is None:
             reshaped |= {cmap[r] for r in odims}
         else:
@@ -381,7 +388,9 @@ def _through_view(fstate: FuncState, cons: BlockState, prod: BlockState, oper: i
     return c_to_p
 
 
-def _plain(amap: tuple, name: str, what: str) -> None:
-    if None in amap or len(set(amap)) != len(amap):
+def _plain(amap: tuple, shape: tuple, name: str, what: str) -> None:
+    """Each dim of the tensor indexed by its own loop index, or a dim of size 1 at index 0."""
+    dims = [d for d in amap if d is not None]
+    if any(d is None and shape[r] != 1 for r, d in enumerate(amap)) or len(set(dims)) != len(dims):
         raise ScheduleError(f"{what}: block {name!r} indexes the tensor with non-plain indices (such as i + k); "
                             "only plain loop indices are supported")

@@ -12,7 +12,7 @@ then vectorizes along the lanes of ``k`` with its accumulators in registers.
 from __future__ import annotations
 
 from ..errors import ScheduleError
-from .payload import BlockInfo, Source
+from .payload import BlockInfo, Source, _compose
 from .state import BlockState, default_loop_names
 from .trace import BlockRV, LoopRV
 
@@ -104,6 +104,10 @@ class RFactorPrimitives:
                                 "rfactor it first")
         if any(fstate.loops[u].kind != "serial" or fstate.loops[u].peel is not None for u in block.path):
             raise ScheduleError(f"rfactor: the loops of block {info.name!r} must still be serial")
+        if any(None in m for m in info.maps[:info.n_inputs]):  # (upstream's split_reduction aborts on it)
+            raise ScheduleError(f"rfactor: block {info.name!r} reads an input at an index that is not a loop "
+                                "index (a constant, such as log_softmax's max[i, 0]): splitting its reduction "
+                                "is not supported")
         if "linalg.index" in info.body:  # upstream's split_reduction keeps linalg.index k: k's lanes would be lost
             raise ScheduleError(f"rfactor: the body of block {info.name!r} reads its loop indices (linalg.index, "
                                 "e.g. cumsum's k <= i): splitting its reduction into partial sums is not supported")
@@ -114,14 +118,20 @@ def _rf_infos(info: BlockInfo, kdim: int, f: int) -> tuple[BlockInfo, BlockInfo]
     """The BlockInfo of the partial sums (``<name>_rf``: the lanes ``l`` take the place of
     ``k``, the reduction ``k0`` comes last) and of the final reduction."""
     n, k = info.ndims, info.extents[kdim]
-    ins_maps, ins_shapes = [], []
-    for m, shape in zip(info.maps[:info.n_inputs], info.shapes[:info.n_inputs]):
-        mm, ss = [], []
+    ins_maps, ins_shapes, ins_sources = [], [], []
+    for m, shape, src in zip(info.maps[:info.n_inputs], info.shapes[:info.n_inputs], info.sources[:info.n_inputs]):
+        mm, ss, groups = [], [], []
         for d, s in zip(m, shape):
+            groups.append((tuple(range(len(mm), len(mm) + (2 if d == kdim else 1))), (len(groups),)))
             mm += [n, kdim] if d == kdim else [d]
             ss += [k // f, f] if d == kdim else [s]
         ins_maps.append(tuple(mm))
         ins_shapes.append(tuple(ss))
+        # the emission reads an input split along k through an expand_shape: a block's
+        # result is then read through a view of it (which compute_at fuses through)
+        split = kdim in m and src.kind in ("block", "view")
+        ins_sources.append(Source("view", src.name, src.index, tuple(groups) if src.kind == "block"
+                                  else _compose(tuple(groups), src.groups)) if split else src)
     out_map, out_shape = info.maps[-1], info.shapes[-1]
     rf_name = f"{info.name}_rf"
     names = list(info.loop_names) or default_loop_names(n)
@@ -129,7 +139,7 @@ def _rf_infos(info: BlockInfo, kdim: int, f: int) -> tuple[BlockInfo, BlockInfo]
                    extents=tuple(f if d == kdim else e for d, e in enumerate(info.extents)) + (k // f,),
                    iters=info.iters[:kdim] + ("parallel", "reduction"), maps=(*ins_maps, out_map + (kdim,)),
                    shapes=(*ins_shapes, tuple(out_shape) + (f,)),
-                   sources=(*info.sources[:info.n_inputs], Source("init", rf_name)), n_inputs=info.n_inputs,
+                   sources=(*ins_sources, Source("init", rf_name)), n_inputs=info.n_inputs,
                    has_init=True, element_type=info.element_type,
                    loop_names=(*names[:kdim], f"{names[kdim]}_rf", names[kdim]))
     r = len(out_map)

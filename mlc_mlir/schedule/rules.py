@@ -83,6 +83,7 @@ from .rule_blocked import K_BLOCK, KC_BLOCK, K_UNROLL, LARGE_MACS, MIN_COLUMNS, 
 from .rule_common import PARALLEL_MIN_FLOPS, contraction_of, epilogue_chain, register_tile_for, vector_lanes_or_none
 from .rule_elementwise import PARALLEL_MIN_ELEMENTS, is_copy, is_elementwise, is_gather, schedule_copy, schedule_elementwise
 from .rule_rfactor import lanes_along_k, schedule_rfactor
+from .rule_rows import schedule_row_chain, takes_row_chain
 from .rule_sampler import Decide, Decision, RuleSampler
 from .rule_small import schedule_small
 from .schedule import Schedule
@@ -231,6 +232,10 @@ def _schedule_func(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: Targ
     left; blocks of an element type without vector lanes (i1, bf16...) are left as they are."""
     lanes = {info.name: vector_lanes_or_none(tgt, info) for info in blocks}
     done = {name for name, n in lanes.items() if n is None}
+    if not done and takes_row_chain(blocks, tgt):  # softmax, layer_norm: a row at a time
+        with sm.block(fname, blocks[-1].name):
+            schedule_row_chain(sch, fname, blocks, tgt, sm)
+        return
     for info in blocks:
         kind = contraction_of(info)
         if info.name not in done and kind is not None:

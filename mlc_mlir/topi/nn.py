@@ -24,7 +24,7 @@ from .elementwise import add, sigmoid as _sigmoid, tanh as _tanh
 from .conv import conv2d, conv2d_gemm
 from .pad import pad, pad_hw
 
-__all__ = ["matmul", "dense", "relu", "softmax", "log_softmax", "conv2d", "conv2d_gemm", "pad", "pool2d", "max_pool2d",
+__all__ = ["matmul", "dense", "relu", "softmax", "safe_softmax", "log_softmax", "conv2d", "conv2d_gemm", "pad", "pool2d", "max_pool2d",
            "avg_pool2d", "adaptive_pool", "batch_norm", "layer_norm", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh"]
 
 
@@ -118,14 +118,30 @@ def _reduced(x: Any, axis: int, op: str) -> tuple[int, tuple, Any]:
 
 
 def softmax(x: Any, axis: int = -1) -> Any:
-    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (max and sum keep a size-1 dim)."""
-    axis, red_shape, at = _reduced(x, axis, "nn.softmax")
+    """``exp(x - max) * (1 / sum(exp(x - max)))`` along ``axis`` (max and sum keep a size-1
+    dim; one division per row, as torch's CPU kernel)."""
+    return _softmax(x, axis, "softmax", safe=False)
+
+
+def safe_softmax(x: Any, axis: int = -1) -> Any:
+    """:func:`softmax`, but 0 along a row whose elements are all ``-inf`` (softmax's NaN):
+    ``torch._safe_softmax``, what ``scaled_dot_product_attention`` applies to a fully
+    masked row."""
+    return _softmax(x, axis, "safe_softmax", safe=True)
+
+
+def _softmax(x: Any, axis: int, name: str, *, safe: bool) -> Any:
+    axis, red_shape, at = _reduced(x, axis, f"nn.{name}")
     k1 = te.reduce_axis((0, x.shape[axis]), "k")
     mx = te.compute(red_shape, lambda *i: te.max(x[at(i, k1)], axis=k1), name="max")
     ex = te.compute(x.shape, lambda *i: te.exp(x(*i) - mx[at(i, 0)]), name="exp")
     k2 = te.reduce_axis((0, x.shape[axis]), "k")
     sm = te.compute(red_shape, lambda *i: te.sum(ex[at(i, k2)], axis=k2), name="sum")
-    return te.compute(x.shape, lambda *i: ex(*i) / sm[at(i, 0)], name="softmax")
+    rs = te.compute(red_shape, lambda *i: 1.0 / sm(*i), name="inv_sum")
+    if not safe:
+        return te.compute(x.shape, lambda *i: ex(*i) * rs[at(i, 0)], name=name)
+    return te.compute(x.shape, lambda *i: te.if_then_else(mx[at(i, 0)] == float("-inf"), 0.0,
+                                                          ex(*i) * rs[at(i, 0)]), name=name)
 
 
 def log_softmax(x: Any, axis: int = -1) -> Any:

@@ -341,3 +341,36 @@ def test_weight_expanded_over_the_batch_is_not_materialized():
     with torch.no_grad():
         compare(run(mod, x.numpy()), [model(x).numpy()])
     check(Projection(), x, use_fx=False)
+
+
+def test_safe_softmax_zero_on_a_fully_masked_row():
+    x = randn(2, 3, 16)
+    x[0, 1] = float("-inf")  # softmax: NaN; _safe_softmax: 0
+    x[1, 2, ::3] = float("-inf")
+    check(Fn(lambda m, x: torch._safe_softmax(x, -1)), x)
+
+
+class _Attention(nn.Module):
+    def __init__(self, mask):
+        super().__init__()
+        self.register_buffer("mask", mask)
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
+
+
+def test_attention_with_a_fully_masked_query():
+    # exported, scaled_dot_product_attention's softmax is _safe_softmax: the masked query's
+    # output is 0 (torch eager's too), one kernel instead of softmax + where
+    mask = torch.ones(6, 10, dtype=torch.bool)
+    mask[3] = False
+    mask[1, 5:] = False
+    model = _Attention(mask)
+    args = (randn(2, 4, 6, 16, seed=1), randn(2, 4, 10, 16, seed=2), randn(2, 4, 10, 16, seed=3))
+    ep = torch.export.export(model, args)
+    mod = mlc.frontend.from_exported_program(ep)
+    assert "mlc.safe_softmax" in mod.script()
+    with torch.no_grad():
+        ref = model(*args).numpy()
+    assert np.all(ref[:, :, 3] == 0)
+    compare(run(mod, *np_args(args)), [ref])

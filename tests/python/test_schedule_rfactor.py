@@ -7,6 +7,7 @@ import pytest
 
 import mlc_mlir as mlc
 from mlc_mlir.schedule import Schedule, Trace
+from mlc_mlir.schedule.rules import default_schedule
 from mlc_mlir.testing import filecheck
 from mlc_mlir.testing.programs import linear
 
@@ -130,6 +131,25 @@ def test_rfactor_refuses_a_body_reading_its_indices():
     k0, k1 = sch.split(k, [None, 8])
     with pytest.raises(mlc.ScheduleError, match=r"body of block 'cumsum' reads its loop indices \(linalg.index"):
         sch.rfactor(k1)
+
+
+def test_rfactor_refuses_an_input_read_at_a_constant_index():
+    """log_softmax's sum reads its row maxima at ``max[i, 0]``: upstream's split_reduction
+    asserted on that map (the interpreter aborted); now a ScheduleError, and the default
+    rules keep log_softmax's blocks one by one, equal to NumPy."""
+    from mlc_mlir import te, topi
+
+    a = te.placeholder((5, 32), "float32", name="A")
+    mod = te.create_prim_func([a, topi.nn.log_softmax(a, -1)])
+    sch = Schedule(mod)
+    k0, k1 = sch.split(sch.get_loops(sch.get_block("sum"))[-1], [None, 8])
+    with pytest.raises(mlc.ScheduleError, match=r"block 'sum' reads an input at an index that is not a loop index"):
+        sch.rfactor(k1)
+    x = np.random.default_rng(0).standard_normal((5, 32), dtype=np.float32)
+    out = np.zeros_like(x)
+    mlc.build(default_schedule(mod, "llvm -mcpu=haswell"))[mod.functions[0]](x, out)
+    m = x.max(-1, keepdims=True)
+    np.testing.assert_allclose(out, x - m - np.log(np.exp(x - m).sum(-1, keepdims=True)), rtol=1e-5, atol=1e-5)
 
 
 def two_row_sums(rows=3, k=8):

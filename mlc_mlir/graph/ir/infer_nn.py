@@ -1,5 +1,5 @@
 """Shape rules of the neural-network graph ops (conv2d, max/avg/adaptive_avg pooling,
-batch_norm, layer_norm, gelu_tanh, silu, log_softmax).
+batch_norm, layer_norm, gelu_tanh, silu, log_softmax, safe_softmax).
 
 Registered into :data:`mlc_mlir.graph.ir.infer.RULES`. Spatial sizes must be static ints;
 the batch may be symbolic.
@@ -127,15 +127,17 @@ def _float_unary(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tup
     return args[0][0], _check(op, args, 1)
 
 
-def _log_softmax(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+def _along_axis(op: str, args: Sequence[ArgInfo], attrs: dict[str, Any]) -> tuple[Shape, str]:
+    """log_softmax, safe_softmax: the input's shape, an axis within it."""
     dtype = _check(op, args, 1)
     x = args[0][0]
     axis = int(attrs.get("axis", -1))
     if not -len(x) <= axis < len(x):
-        raise GraphError(f"log_softmax: axis {axis} is out of range for shape {format_shape(x)}")
+        raise GraphError(f"{op}: axis {axis} is out of range for shape {format_shape(x)}")
     return x, dtype
 
 
 NN_RULES = {"conv2d": _conv2d, "max_pool2d": _pool2d, "avg_pool2d": _pool2d,
             "adaptive_avg_pool2d": _adaptive_pool2d, "batch_norm": _batch_norm, "layer_norm": _layer_norm,
-            "gelu_tanh": _float_unary, "silu": _float_unary, "log_softmax": _log_softmax}
+            "gelu_tanh": _float_unary, "silu": _float_unary, "log_softmax": _along_axis,
+            "safe_softmax": _along_axis}

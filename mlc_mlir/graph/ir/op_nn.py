@@ -1,7 +1,7 @@
 """Neural-network graph ops (``mlc.graph.op.nn``, the course's ``relax.op.nn``):
 ``conv2d`` (padding, groups, depthwise), ``max_pool2d``, ``avg_pool2d``,
 ``adaptive_avg_pool2d``, ``batch_norm`` (inference), ``layer_norm``, ``gelu_tanh``,
-``silu``, ``log_softmax``. Layout NCHW/OIHW.
+``silu``, ``log_softmax``, ``safe_softmax``. Layout NCHW/OIHW.
 
 Arguments are checked and normalized here (padding becomes ``(top, left, bottom, right)``,
 pairs become 2-tuples) before the shape rule (:mod:`.infer_nn`) runs.
@@ -16,7 +16,7 @@ from ...errors import GraphError
 from .op_base import _call
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm",
-           "gelu_tanh", "silu", "log_softmax"]
+           "gelu_tanh", "silu", "log_softmax", "safe_softmax"]
 
 
 def _int(v: Any) -> bool:
@@ -146,3 +146,13 @@ def log_softmax(x: Any, axis: int = -1) -> Any:
     if not _int(axis):
         raise GraphError(f"log_softmax: axis must be an int, got {axis!r}")
     return _call("log_softmax", [x], {"axis": int(axis)})
+
+
+def safe_softmax(x: Any, axis: int = -1) -> Any:
+    """Softmax along ``axis``, but 0 along a row whose elements are all ``-inf`` (where
+    softmax gives NaN): ``torch._safe_softmax``, what ``scaled_dot_product_attention``
+    applies to its scores (a fully masked row). No Relax counterpart; one kernel, where its
+    decomposition (softmax, ``x == -inf``, ``all``, ``where``) takes four passes."""
+    if not _int(axis):
+        raise GraphError(f"safe_softmax: axis must be an int, got {axis!r}")
+    return _call("safe_softmax", [x], {"axis": int(axis)})

@@ -53,4 +53,5 @@ NN_LEGALIZE: dict[str, LegalizeRule] = {
     "mlc.gelu_tanh": _rule(topi.nn.gelu_tanh, "gelu_tanh"),
     "mlc.silu": _rule(topi.nn.silu, "silu"),
     "mlc.log_softmax": _rule(topi.nn.log_softmax, "log_softmax", "axis"),
+    "mlc.safe_softmax": _rule(topi.nn.safe_softmax, "safe_softmax", "axis"),
 }
