@@ -28,6 +28,7 @@ apply to graph functions, not inside primitive (already fused) ones.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -408,10 +409,12 @@ def matmul_before_permute(mm: Node) -> Expr | None:
         %lv1 = "mlc.permute_dims"(%x) {axes = array<i64: 1, 0, 2>} : (tensor<8x128x768xf32>) -> tensor<128x8x768xf32>
         %lv2 = "mlc.matmul"(%lv1, %w) : (tensor<128x8x768xf32>, tensor<768x2304xf32>) -> tensor<128x8x2304xf32>
 
-    After::
+    After (static batch dims: the rows of the batch as one dim)::
 
-        %lv1 = "mlc.matmul"(%x, %w) : (tensor<8x128x768xf32>, tensor<768x2304xf32>) -> tensor<8x128x2304xf32>
-        %lv2 = "mlc.permute_dims"(%lv1) {axes = array<i64: 1, 0, 2>} : (...) -> tensor<128x8x2304xf32>
+        %lv0 = "mlc.reshape"(%x) {shape = [1024, 768]} : (tensor<8x128x768xf32>) -> tensor<1024x768xf32>
+        %lv1 = "mlc.matmul"(%lv0, %w) : (tensor<1024x768xf32>, tensor<768x2304xf32>) -> tensor<1024x2304xf32>
+        %lv2 = "mlc.reshape"(%lv1) {shape = [8, 128, 2304]} : (...) -> tensor<8x128x2304xf32>
+        %lv3 = "mlc.permute_dims"(%lv2) {axes = array<i64: 1, 0, 2>} : (...) -> tensor<128x8x2304xf32>
     """
     t, w = mm.args[0], mm.args[1]
     if t.op != "permute_dims" or t.num_users != 1 or t.block != mm.block or len(w.shape) != 2:
@@ -419,4 +422,14 @@ def matmul_before_permute(mm: Node) -> Expr | None:
     axes = tuple(int(a) for a in t.attrs["axes"])
     if len(axes) < 3 or axes[-1] != len(axes) - 1:
         return None
-    return op.permute_dims(op.matmul(t.args[0], w), axes)
+    x = t.args[0]
+    lead = tuple(x.shape[:-1])
+    if not all(isinstance(d, int) for d in lead):
+        return op.permute_dims(op.matmul(x, w), axes)
+    # the batch's rows as one dim: the reshapes are views (a lone reshape kernel is called as
+    # a view of its input, reshape_view.py), and the contraction's rows tile without a
+    # partial register tile per batch item (BERT d768's 8 x 128 rows at batch 8, one core,
+    # 29.1 ms in the model as a batched product, 24.8 over 1024 rows)
+    rows = math.prod(lead)
+    flat = op.matmul(op.reshape(x, (rows, int(x.shape[-1]))), w)
+    return op.permute_dims(op.reshape(flat, (*lead, int(w.shape[-1]))), axes)
