@@ -18,7 +18,7 @@ from mlir.passmanager import PassManager
 from ..irutil import symbol_ops, walk_ops
 from ..errors import ScheduleError
 
-__all__ = ["BlockInfo", "Source", "read_blocks", "func_names", "name_blocks", "strip_casts"]
+__all__ = ["BlockInfo", "Source", "read_blocks", "func_names", "name_blocks", "strip_casts", "compose_groups"]
 
 
 @dataclass(frozen=True)
@@ -133,13 +133,14 @@ def _source(value: ir.Value, arg_names: dict[int, str]) -> Source:
                       for g in ir.ArrayAttr(attrs["reassociation"])]
             pairs = tuple(((r,), g) for r, g in enumerate(groups)) if op.name == "tensor.collapse_shape" else \
                 tuple((g, (q,)) for q, g in enumerate(groups))
-            return Source("view", inner.name, groups=pairs if inner.kind == "block" else _compose(pairs, inner.groups))
+            return Source("view", inner.name,
+                          groups=pairs if inner.kind == "block" else compose_groups(pairs, inner.groups))
     if "mlc.block_init" in attrs:
         return Source("init", ir.StringAttr(attrs["mlc.block_init"]).value)
     return Source("value", op.name)
 
 
-def _compose(outer: tuple, inner: tuple) -> tuple:
+def compose_groups(outer: tuple, inner: tuple) -> tuple:
     """The groups of a view of a view: ``outer`` pairs (operand dims, middle dims),
     ``inner`` pairs (middle dims, block dims); the groups that share a middle dim merge
     (a convolution's result in bands ``(n, f, band, rows * ow)`` expanded to

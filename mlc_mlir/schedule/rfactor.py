@@ -12,7 +12,7 @@ then vectorizes along the lanes of ``k`` with its accumulators in registers.
 from __future__ import annotations
 
 from ..errors import ScheduleError
-from .payload import BlockInfo, Source, _compose
+from .payload import BlockInfo, Source, compose_groups
 from .state import BlockState, default_loop_names
 from .trace import BlockRV, LoopRV
 
@@ -131,7 +131,7 @@ def _rf_infos(info: BlockInfo, kdim: int, f: int) -> tuple[BlockInfo, BlockInfo]
         # result is then read through a view of it (which compute_at fuses through)
         split = kdim in m and src.kind in ("block", "view")
         ins_sources.append(Source("view", src.name, src.index, tuple(groups) if src.kind == "block"
-                                  else _compose(tuple(groups), src.groups)) if split else src)
+                                  else compose_groups(tuple(groups), src.groups)) if split else src)
     out_map, out_shape = info.maps[-1], info.shapes[-1]
     rf_name = f"{info.name}_rf"
     names = list(info.loop_names) or default_loop_names(n)
