@@ -36,7 +36,7 @@ import math
 
 from ..target import Target
 from .payload import BlockInfo
-from .rule_common import column_tile, divisors, largest_divisor, parallel_options
+from .rule_common import column_tile, divisors, largest_divisor, parallel_options, vector_lanes_or_none
 from .rule_elementwise import PARALLEL_MIN_ELEMENTS, is_elementwise
 from .rule_sampler import RuleSampler
 from .schedule import Schedule
@@ -88,12 +88,9 @@ def takes_row_chain(blocks: list[BlockInfo], tgt: Target) -> bool:
     if not is_elementwise(out) or out.ndims < 2 or None in out.extents \
             or out.maps[-1] != tuple(range(out.ndims)):
         return False
-    try:
-        lanes = tgt.vector_lanes(out.element_type)
-    except Exception:  # noqa: BLE001 - a type without vectors: not this rule's
-        return False
+    lanes = vector_lanes_or_none(tgt, out)
     row = out.extents[-1]
-    if row % lanes or row > MAX_ROW:
+    if lanes is None or row % lanes or row > MAX_ROW:
         return False
     reductions = 0
     for info in blocks[:-1]:
@@ -131,9 +128,10 @@ def schedule_row_chain(sch: Schedule, fname: str, blocks: list[BlockInfo], tgt: 
         if p < len(lead) - 1:
             sch.parallel(sch.fuse(*loops[:p + 1]) if p else loops[0])
         else:
-            outer, at = sch.split(loops[-2], [largest_divisor(lead[-1], ROW_BLOCKS), None])
+            row_blocks = largest_divisor(lead[-1], ROW_BLOCKS)
+            outer, at = sch.split(loops[-2], [row_blocks, None])
             sch.parallel(outer)
-            at_extent = lead[-1] // largest_divisor(lead[-1], ROW_BLOCKS)
+            at_extent = lead[-1] // row_blocks
     # a few rows at once: their reductions' chains (the lanes summed one by one) interleave
     rows = int(sm.choose("rows", divisors(at_extent, 2 * ROWS_AT_ONCE), largest_divisor(at_extent, ROWS_AT_ONCE)))
     if rows > 1:

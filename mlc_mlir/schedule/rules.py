@@ -43,7 +43,11 @@ elementwise (only spatial dims; :mod:`.rule_elementwise`)
     outermost loop parallel above :data:`PARALLEL_MIN_ELEMENTS` elements; elementwise
     blocks reading its result over the same shape (a depthwise convolution's epilogue)
     computed on each of its row tiles.
-other blocks (reductions into the last output dim: softmax rows, sums)
+row chains (a function of reductions along the last dim and elementwise blocks, ending in an elementwise block: softmax, layer_norm; :mod:`.rule_rows`)
+    every block computed at the result's rows, a few rows at a time (decision ``rows``), the
+    reductions rfactor-ed by the vector lanes, the elementwise blocks vectorized along the row;
+    checked before the per-block rules.
+other blocks (reductions into the last output dim outside a row chain: sums)
     left as they are (the build lowers them to loops).
 
 Each choice is a named decision of its block (:data:`DECISIONS`: ``parallel``, ``cols``,
@@ -97,7 +101,7 @@ DECISIONS: dict[str, str] = {
     "parallel": "1: the outer loop runs in parallel (a decision only on several cores)",
     "cols": "the register tile's columns (rfactor: accumulator vectors per row)",
     "peel_cols": "1: whole-vector column tiles, the partial last one peeled (no divisor fills the tile)",
-    "rows": "the register tile's rows (the rows' partial tile peeled)",
+    "rows": "the register tile's rows (the rows' partial tile peeled); row chains: the rows computed together",
     "split_cores": "how the cores share the work: 0 a block of rows each, 1 a block of column tiles each",
     "epilogue_at": "where the elementwise consumers are computed: 0 on the register tile, 1 on the row panel",
     "col_block": "large contractions: the columns per cache block (NC)",

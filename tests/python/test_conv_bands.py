@@ -17,7 +17,7 @@ from mlc_mlir.errors import TEError
 from mlc_mlir.schedule import Schedule
 from mlc_mlir.schedule.conv_gemm import BAND_MIN_BYTES, band_rows
 from mlc_mlir.context import mlc_context
-from mlc_mlir.schedule.payload import _compose, read_blocks
+from mlc_mlir.schedule.payload import compose_groups, read_blocks
 from mlc_mlir.schedule.rule_common import contraction_of
 from mlc_mlir.schedule.rules import apply_rules, default_schedule, window_strategies
 
@@ -156,10 +156,10 @@ def test_view_of_a_view_composes_its_groups():
     # n and f kept, (oh, ow) against (band, rows * ow)
     expand = (((0,), (0,)), ((1,), (1,)), ((2,), (2,)), ((3, 4), (3,)))
     collapse = (((0,), (0,)), ((1,), (1,)), ((2,), (2, 3)), ((3,), (4,)))
-    assert _compose(collapse, expand) == (((0,), (0,)), ((1,), (1,)), ((2, 3), (2, 3)))
+    assert compose_groups(collapse, expand) == (((0,), (0,)), ((1,), (1,)), ((2, 3), (2, 3)))
     # one image: (f, band, p) expanded to (1, f, band, rows, ow): the unit batch dim joins f
     expand1 = (((0, 1), (0,)), ((2,), (1,)), ((3, 4), (2,)))
-    assert _compose(collapse, expand1) == (((0, 1), (0,)), ((2, 3), (1, 2)))
+    assert compose_groups(collapse, expand1) == (((0, 1), (0,)), ((2, 3), (1, 2)))
 
 
 def test_contraction_rows_are_the_dim_the_kernel_reads():
