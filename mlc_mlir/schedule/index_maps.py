@@ -450,13 +450,21 @@ def _nonplain(op: ir.Operation) -> bool:
 
 def _unit_constant(op: ir.Operation) -> bool:
     """Whether a generic reads an input at a constant index (``y[0, c, h, w]``: a batch of
-    one) that a reduction did not produce. A reduction's result with a kept dim of 1
-    (softmax's row maxima ``(n, h, s, 1)``, read at ``[n, h, s, 0]``) stays as it is: the
-    rules compute it at its reader's row loop (:mod:`.rule_rows`), and a view of it would
-    keep its accumulators out of registers (:func:`_reduces`)."""
+    one), other than a value per row of the same function: a reduction's result with a kept
+    dim of 1 or a block computed from one (softmax's row maxima and ``1 / sum``, ``(n, h, s,
+    1)`` read at ``[n, h, s, 0]``) stays as it is: the rules compute it at its reader's row
+    loop (:mod:`.rule_rows`; through a view with a batch of one the fusion found no
+    producer), and a view of a reduction would keep its accumulators out of registers
+    (:func:`_reduces`)."""
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    return any(isinstance(e, ir.AffineConstantExpr) and not _reduces(operand.owner)
-               for m, operand in zip(maps[:-1], op.operands) for e in m.results)
+    for m, operand in zip(maps[:-1], op.operands):
+        owner = operand.owner
+        per_row = not isinstance(owner, ir.Block) and owner.operation.name == "linalg.generic"
+        for r, e in enumerate(m.results):
+            if isinstance(e, ir.AffineConstantExpr) and not _reduces(owner) \
+                    and not (per_row and r == len(m.results) - 1):
+                return True
+    return False
 
 
 #: :func:`linear_reads_as_extracts` takes blocks whose rows (the innermost dim) are a
