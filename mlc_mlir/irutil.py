@@ -20,7 +20,12 @@ from typing import Any
 from mlir import ir
 
 __all__ = ["sym_name", "symbol_ops", "func_ops", "find_func", "walk_ops", "has_op", "row_major_strides", "is_row_major",
-           "has_identity_layout", "to_attr", "diagnostic_lines", "diagnostics_text"]
+           "has_identity_layout", "to_attr", "diagnostic_lines", "diagnostics_text", "MEMREF_VIEW_OPS"]
+
+#: memref ops whose result is a view of their first operand (the same buffer)
+MEMREF_VIEW_OPS = frozenset({"memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
+                             "memref.reinterpret_cast", "memref.view", "memref.transpose",
+                             "memref.assume_alignment"})
 
 
 # -- symbol lookup --------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from mlir import ir
 from mlir.dialects import bufferization, func
 
 from ..context import diagnostics_text
-from ..irutil import has_identity_layout, sym_name, symbol_ops
+from ..irutil import MEMREF_VIEW_OPS, has_identity_layout, sym_name, symbol_ops
 from ..errors import BuildError
 from ..runtime.signature import ArgSpec, FuncSignature
 from ..te.lower import BOOL_ATTR
@@ -87,9 +87,6 @@ def _shaped(t: ir.Type) -> tuple[str, tuple[int | None, ...]]:
     return str(st.element_type), shape
 
 
-#: ops through which a memref argument is viewed (their result aliases operand 0)
-_VIEWS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape",
-          "memref.collapse_shape", "memref.transpose", "memref.view", "memref.assume_alignment")
 #: ops that only read the memref operand at the given index
 _READS = {"memref.load": 0, "vector.load": 0, "vector.transfer_read": 0, "vector.maskedload": 0,
           "memref.dim": 0, "memref.extract_strided_metadata": 0, "memref.extract_aligned_pointer_as_index": 0,
@@ -102,7 +99,7 @@ def _may_write(value: ir.Value) -> bool:
     for use in value.uses:
         user, index = use.owner, use.operand_number
         name = user.name
-        if name in _VIEWS and index == 0:
+        if name in MEMREF_VIEW_OPS and index == 0:
             if any(_may_write(r) for r in user.results):
                 return True
         elif name.startswith("linalg.") and "operandSegmentSizes" in user.attributes:

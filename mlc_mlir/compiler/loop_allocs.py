@@ -25,15 +25,13 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ..irutil import walk_ops
+from ..irutil import MEMREF_VIEW_OPS, walk_ops
 
 __all__ = ["hoist_loop_allocs"]
 
-#: ops whose memref result is a view of their first operand
-_VIEWS = frozenset({"memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
-                    "memref.reinterpret_cast", "memref.view", "memref.transpose"})
-#: users through which a buffer would leave its iteration
-_ESCAPES = frozenset({"scf.yield", "func.return", "func.call", "llvm.call", "memref.store", "scf.condition"})
+#: users through which a buffer would leave its iteration (a memref is no element type: a
+#: store cannot take it out)
+_ESCAPES = frozenset({"scf.yield", "func.return", "func.call", "scf.condition"})
 
 
 def hoist_loop_allocs(module: ir.Module) -> int:
@@ -74,6 +72,6 @@ def _escapes(value: ir.Value) -> bool:
         user = _op(use.owner)
         if user.name in _ESCAPES:
             return True
-        if user.name in _VIEWS and any(_escapes(r) for r in user.results):
+        if user.name in MEMREF_VIEW_OPS and any(_escapes(r) for r in user.results):
             return True
     return False

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from ..irutil import has_identity_layout, symbol_ops, walk_ops
+from ..irutil import MEMREF_VIEW_OPS, has_identity_layout, symbol_ops, walk_ops
 from ..runtime.vm import MemoryPlan
 
 __all__ = ["plan_memory", "GRAPH_ATTR", "ALIGNMENT"]
@@ -54,9 +54,6 @@ __all__ = ["plan_memory", "GRAPH_ATTR", "ALIGNMENT"]
 GRAPH_ATTR = "mlc.lowered_graph"
 #: each planned buffer's alignment (bytes), as the other allocations of the build
 ALIGNMENT = 64
-#: ops whose memref result is a view of their first operand (its lifetime the buffer's)
-_VIEWS = frozenset({"memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
-                    "memref.reinterpret_cast", "memref.view", "memref.transpose"})
 
 
 @dataclass
@@ -137,7 +134,7 @@ def _last_use(value: ir.Value, fop: ir.Operation, pos: dict) -> int | None:
         if top is None or top.operation not in pos or top.name == "func.return":
             return None
         last = max(last, pos[top.operation])
-        if owner.name in _VIEWS:
+        if owner.name in MEMREF_VIEW_OPS:
             for r in owner.results:
                 inner = _last_use(r, fop, pos)
                 if inner is None:
