@@ -97,3 +97,23 @@ def test_reshape_result_of_the_graph_stays_a_copy():
     ex = mlc.graph.build(bb.get(), "llvm")
     got = mlc.graph.VirtualMachine(ex, mlc.cpu())["main"](x).numpy()
     np.testing.assert_allclose(got, (x @ w).reshape(3, 2, 4, 3), rtol=1e-5, atol=1e-5)
+
+
+def test_reshape_of_a_graph_input_is_a_view_of_it():
+    # the view's buffer is the caller's array: a C-ordered one as it is, a Fortran-ordered one
+    # as the VM passes it (a contiguous copy); both equal NumPy
+    bb = mlc.graph.BlockBuilder()
+    xv = mlc.graph.Var("x", (6, 32), "float32")
+    with bb.function("main", [xv]):
+        with bb.dataflow():
+            r = bb.emit(op.reshape(xv, (2, 3, 32)))
+            out = bb.emit_output(bb.emit(op.softmax(r, -1)))
+        bb.emit_func_output(out)
+    ex = mlc.graph.build(bb.get(), "llvm")
+    assert _reshape_calls(ex) == 0
+    x = np.random.default_rng(2).standard_normal((6, 32)).astype("float32")
+    e = np.exp(x - x.max(-1, keepdims=True))
+    ref = (e / e.sum(-1, keepdims=True)).reshape(2, 3, 32)
+    vm = mlc.graph.VirtualMachine(ex, mlc.cpu())
+    for arr in (x, np.asfortranarray(x)):
+        np.testing.assert_allclose(vm["main"](arr).numpy(), ref, rtol=1e-5, atol=1e-6)
