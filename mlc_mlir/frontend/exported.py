@@ -577,7 +577,9 @@ def from_exported_program(exported_program: Any, *, aten_map: dict[str, Rule] | 
     # (scaled_dot_product_attention's _safe_softmax kept whole: one kernel, where its
     # decomposition -- softmax, x == -inf, all, where -- took four passes over the scores)
     table = torch.export.default_decompositions()
-    table.pop(torch.ops.aten._safe_softmax.default, None)
+    safe = getattr(torch.ops.aten, "_safe_softmax", None)  # (torch 2.5 and later)
+    if safe is not None:
+        table.pop(safe.default, None)
     ep = exported_program.run_decompositions(table)
     token = _DIM_NAMES.set(_dim_names(ep))
     try:
