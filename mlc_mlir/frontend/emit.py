@@ -22,7 +22,8 @@ from ..graph.ir.expr import Call, Constant, Expr, const
 from ..tensor_types import format_shape
 
 __all__ = ["linear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm",
-           "flatten", "transpose", "softmax", "safe_softmax", "emit", "to_const", "pair", "reduce", "split", "slice_axis",
+           "flatten", "transpose", "softmax", "safe_softmax", "emit", "to_const", "pair", "reduce", "split",
+           "slice_axis",
            "select", "concat", "unsqueeze", "squeeze", "expand", "masked_fill", "embedding", "gelu", "cast",
            "matmul", "binary", "power", "norm_axis", "SymProduct", "reshape_symbolic", "dim_groups", "Iota", "as_iota",
            "index_by_iotas"]

@@ -290,7 +290,8 @@ GROUPED = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", 
            "where", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs", "gelu",
            "hardtanh", "clamp", "logical_not", "reciprocal", "bitwise_not", "rsub", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
            "mm", "bmm", "addmm", "view", "reshape", "_unsafe_view", "expand", "permute", "transpose",
-           "_softmax", "softmax", "_safe_softmax", "native_layer_norm", "clone", "alias", "detach", "dropout", "contiguous",
+           "_softmax", "softmax", "_safe_softmax", "native_layer_norm", "clone", "alias", "detach", "dropout",
+           "contiguous",
            "_to_copy"}
 
 #: aten ops that only check shapes or metadata at run time in torch: nothing to emit

@@ -69,9 +69,8 @@ from ..target import Target
 from ..topi._util import padding4
 from .rewrite_named import constant_fill, pad_by_copy, pad_hw_source, rename_blocks, rewrite_named, static_shape
 
-__all__ = ["convs_to_gemm", "band_rows", "takes_pixel_tiles", "pixel_tile", "MAX_WIDE", "MAX_WIDE_PARTIAL", "TILE_PIXELS", "CONV_OP",
-           "TILED_STRIDES",
-           "BAND_MIN_BYTES", "BAND_MAX_PIXELS"]
+__all__ = ["convs_to_gemm", "band_rows", "takes_pixel_tiles", "pixel_tile", "MAX_WIDE", "MAX_WIDE_PARTIAL",
+           "TILE_PIXELS", "CONV_OP", "TILED_STRIDES", "BAND_MIN_BYTES", "BAND_MAX_PIXELS"]
 
 CONV_OP = "linalg.conv_2d_nchw_fchw"
 #: an image's im2col over this size is computed in bands of output rows (:func:`band_rows`;

@@ -19,9 +19,10 @@ outer loop in parallel (MobileNet-v2's depthwise 3x3 at 32 channels, 112x112, st
 2 cores: 2.1 ms as gathers, 0.30 ms this way, torch 0.4 ms; 144 channels at 56x56: 1.12
 -> 0.40 ms) -- but a stride-1 depthwise convolution of wide rows (:func:`reads_in_place`),
 which reads in place since the gathers' interior runs are branch-free (0.40 -> 0.25 ms for
-the 144 channels at 56x56 on one AVX-512 core). A strided window (pooling or depthwise) reads the unpadded input in place
-(``te.if_then_else`` on the padding, the pad value outside, the index clamped), which the
-elementwise rule vectorizes along the output width as gathers, run in parallel; the
+the 144 channels at 56x56 on one AVX-512 core). A strided window (pooling or depthwise)
+reads the unpadded input in place (``te.if_then_else`` on the padding, the pad value
+outside, the index clamped), which the elementwise rule vectorizes along the output width
+as gathers, run in parallel; the
 build loads every gather whose clamps are inactive as one run of ``stride * lanes``
 elements and a shuffle (:mod:`mlc_mlir.compiler.gathers`), so only the border vectors
 gather. MobileNet-v2's 96-channel stride-2 depthwise layer (112 -> 56, one image, one
